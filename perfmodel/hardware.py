@@ -1,0 +1,130 @@
+"""GPU catalog: the datasheet numbers the analytic model needs, and a loader.
+
+The built-in catalog is ``perfmodel/data/gpus.csv`` (one row per GPU type, every figure
+with its source; prices carry a source and a date).  A user defines a GPU the catalog
+lacks by giving the same fields in their inventory file (:func:`gpu_from_datasheet`).
+
+Units: TFLOPS are *dense* (no sparsity), bandwidths are GB/s *per GPU, per direction*,
+memory in GB (10^9 bytes).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from planner.errors import PlannerError
+
+_NUMERIC_FIELDS = (
+    "fp16_tflops",
+    "fp8_tflops",
+    "fp4_tflops",
+    "hbm_gb",
+    "hbm_gbps",
+    "scaleup_gbps",
+    "scaleout_gbps",
+    "gpus_per_domain",
+    "sms",
+    "comm_sms",
+    "price_per_hour",
+)
+# Fields that must be strictly positive for the model to be physical.
+_POSITIVE_FIELDS = ("fp16_tflops", "hbm_gb", "hbm_gbps", "scaleup_gbps", "scaleout_gbps",
+                    "gpus_per_domain", "sms")
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU type.  ``gpus_per_domain`` is the scale-up (NVLink-class) domain size."""
+
+    name: str
+    fp16_tflops: float
+    fp8_tflops: float
+    fp4_tflops: float
+    hbm_gb: float
+    hbm_gbps: float
+    scaleup_gbps: float
+    scaleout_gbps: float
+    gpus_per_domain: int
+    sms: int
+    comm_sms: int
+    price_per_hour: float = 0.0
+    price_source: str = ""
+    price_date: str = ""
+    spec_source: str = ""
+
+    def tflops(self, precision: str) -> float:
+        """Dense peak for a compute precision; falls back to the widest supported one.
+
+        A GPU without fp8 (A100) runs fp8 weights as bf16 GEMMs (weight-only upcast),
+        so its fp8 rate is its fp16 rate; likewise fp4 falls back to fp8, then fp16.
+        """
+        order = {"fp4": ("fp4_tflops", "fp8_tflops", "fp16_tflops"),
+                 "fp8": ("fp8_tflops", "fp16_tflops"),
+                 "fp16": ("fp16_tflops",), "bf16": ("fp16_tflops",)}[precision]
+        for attr in order:
+            value = getattr(self, attr)
+            if value > 0:
+                return value
+        return self.fp16_tflops
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _validate(values: dict[str, Any], where: str) -> GPU:
+    name = str(values.get("name", "")).strip()
+    if not name:
+        raise PlannerError(f"{where}: field 'name' is missing")
+    parsed: dict[str, Any] = {"name": name}
+    for key in _NUMERIC_FIELDS:
+        raw = values.get(key, 0 if key in ("fp8_tflops", "fp4_tflops", "comm_sms",
+                                           "price_per_hour") else None)
+        if raw is None or raw == "":
+            raise PlannerError(f"{where}: GPU '{name}' field '{key}' is missing")
+        try:
+            number = float(raw)
+        except (TypeError, ValueError):
+            raise PlannerError(
+                f"{where}: GPU '{name}' field '{key}' must be a number, got {raw!r}"
+            ) from None
+        if number < 0 or number != number:
+            raise PlannerError(f"{where}: GPU '{name}' field '{key}' must be >= 0, got {raw!r}")
+        if key in _POSITIVE_FIELDS and number == 0:
+            raise PlannerError(f"{where}: GPU '{name}' field '{key}' must be > 0")
+        parsed[key] = int(number) if key in ("gpus_per_domain", "sms", "comm_sms") else number
+    if parsed["comm_sms"] >= parsed["sms"]:
+        raise PlannerError(f"{where}: GPU '{name}' field 'comm_sms' must be below 'sms'")
+    for key in ("price_source", "price_date", "spec_source"):
+        parsed[key] = str(values.get(key, "") or "")
+    unknown = set(values) - {f.name for f in fields(GPU)}
+    if unknown:
+        raise PlannerError(f"{where}: GPU '{name}' has unknown field(s) {sorted(unknown)}; "
+                           f"known: {[f.name for f in fields(GPU)]}")
+    return GPU(**parsed)
+
+
+@lru_cache(maxsize=1)
+def gpu_catalog() -> dict[str, GPU]:
+    """The built-in catalog, keyed by name."""
+    text = resources.files("perfmodel").joinpath("data/gpus.csv").read_text()
+    rows = csv.DictReader(text.splitlines())
+    return {row["name"]: _validate(row, "perfmodel/data/gpus.csv") for row in rows}
+
+
+def get_gpu(name: str) -> GPU:
+    """Look a GPU up by name (case-insensitive); unknown names list the known ones."""
+    catalog = gpu_catalog()
+    for key, gpu in catalog.items():
+        if key.lower() == name.lower():
+            return gpu
+    raise PlannerError(f"unknown GPU '{name}'; known GPUs: {', '.join(catalog)} "
+                       "(or define it from datasheet numbers in the inventory file)")
+
+
+def gpu_from_datasheet(values: dict[str, Any], where: str = "inventory") -> GPU:
+    """A GPU defined by the user from datasheet numbers (same fields as the catalog)."""
+    return _validate(values, where)

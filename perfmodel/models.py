@@ -1,0 +1,254 @@
+"""Model catalog: transformer architectures described by Hugging Face config.json fields.
+
+:class:`ModelSpec` keeps only what the analytic model needs and derives the per-layer
+quantities used everywhere else (parameter counts, FLOPs per token and per attention
+pair, KV bytes per token).  Built-in configs live in ``perfmodel/data/models/``; a user
+passes a path to any config.json with the same fields.
+
+Field aliases across families: routed experts are ``n_routed_experts`` (DeepSeek),
+``num_experts`` (Qwen-MoE) or ``num_local_experts`` (Mixtral); DeepSeek's shared-expert
+width is ``n_shared_experts * moe_intermediate_size``; MLA is recognised by
+``kv_lora_rank``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerError
+
+DTYPE_BYTES = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int  # dense MLP width
+    vocab: int
+    # Mixture of experts (0 experts = dense model)
+    routed_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate: int = 0
+    shared_intermediate: int = 0  # total width of always-on shared expert(s)
+    dense_layers: int = 0  # leading dense layers of a MoE model (DeepSeek: 3)
+    route_groups_limit: int = 0  # DeepSeek topk_group: a token reaches at most this many groups
+    # Multi-head latent attention (DeepSeek); 0 = GQA/MHA
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_dim: int = 0
+    qk_rope_dim: int = 0
+    v_head_dim: int = 0
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def is_moe(self) -> bool:
+        return self.routed_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def weight_bytes(self) -> float:
+        return DTYPE_BYTES[self.weight_dtype]
+
+    @property
+    def kv_bytes(self) -> float:
+        return DTYPE_BYTES[self.kv_dtype]
+
+    # ------------------------------------------------------------------ attention
+    @cached_property
+    def attn_params(self) -> float:
+        """Projection parameters of one attention layer."""
+        h, nh = self.hidden, self.heads
+        if self.is_mla:
+            q = (h * self.q_lora_rank + self.q_lora_rank * nh * (self.qk_nope_dim + self.qk_rope_dim)
+                 if self.q_lora_rank else h * nh * (self.qk_nope_dim + self.qk_rope_dim))
+            kv = (h * (self.kv_lora_rank + self.qk_rope_dim)
+                  + self.kv_lora_rank * nh * (self.qk_nope_dim + self.v_head_dim))
+            return float(q + kv + nh * self.v_head_dim * h)
+        hd = self.head_dim
+        return float(h * nh * hd + 2 * h * self.kv_heads * hd + nh * hd * h)
+
+    @cached_property
+    def attn_replicated_params(self) -> float:
+        """Attention parameters every tensor-parallel rank holds in full.
+
+        MLA's down-projections (q_a, kv_a) are not split across heads; with GQA the
+        K/V projections are replicated once tp exceeds the number of KV heads.
+        """
+        if self.is_mla:
+            return float(self.hidden * (self.q_lora_rank + self.kv_lora_rank + self.qk_rope_dim))
+        return 0.0
+
+    def attn_pair_flops(self, absorbed: bool) -> float:
+        """FLOPs per (query token, key token) pair in one layer (QK^T plus PV).
+
+        GQA/MHA: 2*nh*hd for scores + 2*nh*hd for values.  MLA non-absorbed (prefill)
+        attends in the decompressed head space (nope+rope for QK, v for PV); absorbed
+        MLA (decode) attends in the latent space: (kv_lora+rope) for QK and kv_lora for PV
+        (DeepSeek-V2 paper §2.1.3; FlashMLA).
+        """
+        nh = self.heads
+        if not self.is_mla:
+            return 4.0 * nh * self.head_dim
+        if absorbed:
+            return 2.0 * nh * (self.kv_lora_rank + self.qk_rope_dim) + 2.0 * nh * self.kv_lora_rank
+        return 2.0 * nh * (self.qk_nope_dim + self.qk_rope_dim) + 2.0 * nh * self.v_head_dim
+
+    @cached_property
+    def kv_bytes_per_token_layer(self) -> float:
+        """KV-cache bytes of one token in one layer (MLA caches the latent + rope key)."""
+        if self.is_mla:
+            return (self.kv_lora_rank + self.qk_rope_dim) * self.kv_bytes
+        return 2.0 * self.kv_heads * self.head_dim * self.kv_bytes
+
+    def kv_shards(self, tp: Any) -> Any:
+        """How many ways tensor parallelism splits the KV cache (MLA: not at all)."""
+        import numpy as np
+
+        if self.is_mla:
+            return np.ones_like(np.asarray(tp, dtype=float))
+        return np.minimum(np.asarray(tp, dtype=float), self.kv_heads)
+
+    # ------------------------------------------------------------------ MLP / experts
+    @property
+    def dense_mlp_params(self) -> float:
+        return 3.0 * self.hidden * self.intermediate
+
+    @property
+    def expert_params(self) -> float:
+        return 3.0 * self.hidden * self.moe_intermediate
+
+    @property
+    def shared_params(self) -> float:
+        return 3.0 * self.hidden * self.shared_intermediate
+
+    @property
+    def embed_params(self) -> float:
+        return float(self.vocab * self.hidden)
+
+    @cached_property
+    def total_params(self) -> float:
+        mlp = self.dense_mlp_params * (self.dense_layers if self.is_moe else self.layers)
+        moe = self.moe_layers * (self.routed_experts * self.expert_params + self.shared_params)
+        return self.layers * self.attn_params + mlp + moe + 2 * self.embed_params
+
+    @cached_property
+    def active_params(self) -> float:
+        """Parameters touched per token (routed experts: top-k only)."""
+        mlp = self.dense_mlp_params * (self.dense_layers if self.is_moe else self.layers)
+        moe = self.moe_layers * (self.experts_per_token * self.expert_params + self.shared_params)
+        return self.layers * self.attn_params + mlp + moe + self.embed_params
+
+    def with_dtypes(self, weight_dtype: str | None = None, kv_dtype: str | None = None
+                    ) -> ModelSpec:
+        for label, value in (("weight dtype", weight_dtype), ("kv dtype", kv_dtype)):
+            if value is not None and value not in DTYPE_BYTES:
+                raise PlannerError(f"unknown {label} '{value}'; known: {', '.join(DTYPE_BYTES)}")
+        return replace(self, weight_dtype=weight_dtype or self.weight_dtype,
+                       kv_dtype=kv_dtype or self.kv_dtype)
+
+
+# ---------------------------------------------------------------------- loading
+def _need(cfg: dict[str, Any], key: str, where: str) -> Any:
+    if key not in cfg:
+        raise PlannerError(f"{where}: field '{key}' is missing")
+    value = cfg[key]
+    if not isinstance(value, int | float) or value <= 0:
+        raise PlannerError(f"{where}: field '{key}' must be a positive number, got {value!r}")
+    return value
+
+
+def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.json"
+                         ) -> ModelSpec:
+    """Build a :class:`ModelSpec` from the fields of a Hugging Face ``config.json``."""
+    hidden = int(_need(cfg, "hidden_size", where))
+    layers = int(_need(cfg, "num_hidden_layers", where))
+    heads = int(_need(cfg, "num_attention_heads", where))
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or hidden // heads)
+    experts = int(cfg.get("n_routed_experts") or cfg.get("num_experts")
+                  or cfg.get("num_local_experts") or 0)
+    moe_inter = int(cfg.get("moe_intermediate_size") or (cfg.get("intermediate_size", 0)
+                                                          if experts else 0))
+    shared = int(cfg.get("shared_expert_intermediate_size")
+                 or (cfg.get("n_shared_experts") or 0) * moe_inter)
+    quant = (cfg.get("quantization_config") or {}).get("quant_method", "")
+    weight_dtype = "fp8" if "fp8" in str(quant).lower() else (
+        "fp4" if "fp4" in str(quant).lower() else "bf16")
+    spec = ModelSpec(
+        name=name,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=int(cfg.get("intermediate_size") or 0),
+        vocab=int(_need(cfg, "vocab_size", where)),
+        routed_experts=experts,
+        experts_per_token=int(cfg.get("num_experts_per_tok") or 0) if experts else 0,
+        moe_intermediate=moe_inter if experts else 0,
+        shared_intermediate=shared if experts else 0,
+        dense_layers=int(cfg.get("first_k_dense_replace") or 0) if experts else 0,
+        route_groups_limit=int(cfg.get("topk_group") or 0),
+        q_lora_rank=int(cfg.get("q_lora_rank") or 0),
+        kv_lora_rank=int(cfg.get("kv_lora_rank") or 0),
+        qk_nope_dim=int(cfg.get("qk_nope_head_dim") or 0),
+        qk_rope_dim=int(cfg.get("qk_rope_head_dim") or 0),
+        v_head_dim=int(cfg.get("v_head_dim") or 0),
+        weight_dtype=weight_dtype,
+        kv_dtype="bf16",
+    )
+    if experts and spec.experts_per_token <= 0:
+        raise PlannerError(f"{where}: MoE model needs a positive 'num_experts_per_tok'")
+    if experts and spec.moe_intermediate <= 0:
+        raise PlannerError(f"{where}: MoE model needs 'moe_intermediate_size'")
+    if not experts and spec.intermediate <= 0:
+        raise PlannerError(f"{where}: field 'intermediate_size' is missing")
+    return spec
+
+
+def _builtin_dir():
+    return resources.files("perfmodel").joinpath("data/models")
+
+
+def list_models() -> list[str]:
+    return sorted(p.name[:-5] for p in _builtin_dir().iterdir() if p.name.endswith(".json"))
+
+
+def get_model(name_or_path: str) -> ModelSpec:
+    """A built-in model by name (case-insensitive), or a path to a config.json."""
+    path = Path(name_or_path)
+    if path.suffix == ".json" or path.exists():
+        if not path.is_file():
+            raise PlannerError(f"model config '{name_or_path}' does not exist")
+        try:
+            cfg = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise PlannerError(f"{path}: not valid JSON (line {err.lineno}): {err.msg}") from None
+        if not isinstance(cfg, dict):
+            raise PlannerError(f"{path}: expected a JSON object of config fields")
+        return model_from_hf_config(cfg, path.stem, str(path))
+    key = name_or_path.lower()
+    if key not in list_models():
+        raise PlannerError(f"unknown model '{name_or_path}'; known models: "
+                           f"{', '.join(list_models())} (or pass a path to a config.json)")
+    cfg = json.loads(_builtin_dir().joinpath(f"{key}.json").read_text())
+    return model_from_hf_config(cfg, key, f"perfmodel/data/models/{key}.json")

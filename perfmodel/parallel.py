@@ -1,0 +1,83 @@
+"""Parallel configurations of an island and their enumeration (seed 002 §4.6.1-4.6.2).
+
+An island of G GPUs runs ``dp`` attention replicas of ``tp`` GPUs each (tp * dp = G).
+For a MoE model the routed experts are sharded over ``ep`` GPUs and replicated G/ep
+times; shared experts and dense MLPs follow the attention's tensor parallelism.
+
+The thesis enumerates decode configurations as every pair of divisors (tp, dp) of G and
+derives an expert count per device; its prefill enumeration requires tp * dp = G.  We
+use one rule for both phases, tp * dp = G with ep a divisor of G, which covers the
+thesis's configurations while keeping every GPU of the island busy (a (tp, dp) with
+tp * dp < G would leave GPUs idle that the island still pays for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.models import ModelSpec
+from planner.errors import PlannerError
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    tp: int
+    dp: int
+    ep: int
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp
+
+    def label(self) -> str:
+        return f"tp{self.tp}-dp{self.dp}-ep{self.ep}"
+
+
+@dataclass(frozen=True)
+class ConfigGrid:
+    """Configurations as column vectors, so phase models broadcast against lengths."""
+
+    configs: tuple[ParallelConfig, ...]
+    tp: np.ndarray  # (C, 1)
+    dp: np.ndarray
+    ep: np.ndarray
+
+    @classmethod
+    def of(cls, configs: list[ParallelConfig] | tuple[ParallelConfig, ...]) -> ConfigGrid:
+        col = lambda attr: np.array([getattr(c, attr) for c in configs], float)[:, None]  # noqa: E731
+        return cls(tuple(configs), col("tp"), col("dp"), col("ep"))
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def validate_config(cfg: ParallelConfig, gpus: int, model: ModelSpec) -> None:
+    """Reject non-physical configurations, naming the offending field."""
+    for field in ("tp", "dp", "ep"):
+        if getattr(cfg, field) < 1:
+            raise PlannerError(f"parallel config field '{field}' must be >= 1")
+    if cfg.tp * cfg.dp != gpus:
+        raise PlannerError(f"parallel config: tp*dp = {cfg.tp * cfg.dp} must equal the island "
+                           f"size {gpus} (field 'tp' must divide the GPU count)")
+    if gpus % cfg.ep:
+        raise PlannerError(f"parallel config field 'ep' ({cfg.ep}) must divide {gpus}")
+    if model.heads % cfg.tp:
+        raise PlannerError(f"parallel config field 'tp' ({cfg.tp}) must divide the "
+                           f"{model.heads} attention heads of {model.name}")
+    if not model.is_moe and cfg.ep != 1:
+        raise PlannerError(f"parallel config field 'ep' must be 1 for dense model {model.name}")
+
+
+def enumerate_configs(gpus: int, model: ModelSpec) -> list[ParallelConfig]:
+    """All valid (tp, dp, ep) for an island of ``gpus`` GPUs."""
+    if gpus < 1:
+        raise PlannerError(f"island size must be >= 1, got {gpus}")
+    tps = [t for t in divisors(gpus) if model.heads % t == 0]
+    eps = [e for e in divisors(gpus) if e <= model.routed_experts] if model.is_moe else [1]
+    return [ParallelConfig(tp, gpus // tp, ep) for tp in tps for ep in eps]

@@ -1,0 +1,1 @@
+"""Command-line interface (typer).  Each sub-command lives in its own module."""

@@ -1,0 +1,51 @@
+"""Entry point of the ``planner`` command."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from typer.exceptions import TyperException
+
+from planner.cli import perf as perf_cmd
+from planner.cli import workload as workload_cmd
+from planner.errors import PlannerError
+
+app = typer.Typer(
+    name="planner",
+    help="Capacity planner for LLM serving on heterogeneous GPU fleets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("perf")(perf_cmd.perf)
+app.add_typer(workload_cmd.app, name="workload")
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit status.
+
+    A :class:`PlannerError` becomes one line on stderr and its exit status; a usage error
+    from the argument parser is shown as the parser formats it (exit 2); Ctrl-C is 130.
+    """
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except PlannerError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except typer.Exit as err:
+        return err.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        return 130
+    except TyperException as err:  # bad flags, missing arguments, wrong types
+        if hasattr(err, "show"):
+            err.show()
+        else:
+            print(f"error: {err.format_message()}", file=sys.stderr)
+        return err.exit_code
+    return result if isinstance(result, int) else 0
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,161 @@
+"""``planner workload list | show | fit``: inspect built-in workloads, fit traces."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner.errors import PlannerError
+from planner.workload import fit_trace, list_workloads, load_workload, workload_summary
+from planner.workload.loaders import COLUMN_ROLES, TRACE_FORMATS
+from planner.workload.yaml_io import write_workload
+
+app = typer.Typer(help="Inspect, list and fit workloads (input/output length distributions).",
+                  no_args_is_help=True)
+
+
+def _console() -> Console:
+    return Console(file=sys.stdout, highlight=False)
+
+
+def _fmt(x: float | int | None, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{digits}g}"
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """List the built-in workloads."""
+    names = list_workloads()
+    rows = [("name", "max_len", "mean in", "mean out", "rate/s", "CV", "description")]
+    for name in names:
+        w = load_workload(name)
+        desc = w.description if len(w.description) <= 60 else w.description[:59] + "..."
+        rows.append((name, str(w.max_len), _fmt(w.mean_input), _fmt(w.decode_mean),
+                     _fmt(w.rate_rps), _fmt(w.cv), desc))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(wd) for c, wd in zip(r[1:-1], widths[1:],
+                                                                          strict=True)]
+        print("  ".join([*cells, r[-1]]).rstrip())
+
+
+def _safe_filename(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "workload"
+
+
+@app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="built-in workload name or path of a YAML file")],
+    out: Annotated[Path | None, typer.Option("--out", help="PNG path of the histograms "
+                                             "[default: reports/workload-<name>.png]")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    max_len: Annotated[int | None, typer.Option("--max-len", help="re-cut the input pmf "
+                                                "at this length")] = None,
+    no_plot: Annotated[bool, typer.Option("--no-plot", help="do not write the PNG")] = False,
+) -> None:
+    """Print summary statistics of a workload and write a PNG of its histograms."""
+    from planner.workload.plot import plot_workload
+
+    w = load_workload(name, max_len=max_len)
+    summary = workload_summary(w)
+    png = None
+    if not no_plot:
+        png = out if out is not None else Path("reports") / f"workload-{_safe_filename(w.name)}.png"
+        plot_workload(w, png)
+        summary["png"] = str(png)
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    con = _console()
+    con.print(f"[bold]{w.name}[/bold]" + (f" - {w.description}" if w.description else ""))
+    if w.provenance:
+        con.print(f"provenance: {w.provenance}")
+    facts = [f"requests: {_fmt(summary['count'])}"]
+    if "duration_s" in summary:
+        facts.append(f"duration: {summary['duration_s']:.1f} s")
+    facts += [f"rate: {_fmt(w.rate_rps)} req/s", f"CV: {_fmt(w.cv)}",
+              f"prefix hit rate: {w.prefix_hit_rate:.1%}"]
+    con.print("   ".join(facts))
+    con.print(f"max_len: {w.max_len}   clipped mass above max_len: {w.clipped_mass:.4%}   "
+              f"decode max: {w.decode_max}")
+    table = Table()
+    for col in ("", "mean", "p50", "p90", "p99", "max"):
+        table.add_column(col, justify="right")
+    for label in ("input", "output"):
+        s = summary[label]
+        table.add_row(label, _fmt(s.get("mean"), 6), *(_fmt(s.get(k)) for k in
+                                                         ("p50", "p90", "p99", "max")))
+    con.print(table)
+    if summary.get("dropped"):
+        con.print("dropped rows when fitted: " + ", ".join(
+            f"{k}: {v}" for k, v in summary["dropped"].items()))
+    if png is not None:
+        con.print(f"wrote {png}")
+
+
+def parse_columns(text: str | None) -> dict[str, str] | None:
+    """``input=a,output=b,time=c`` -> mapping; an empty value (``time=``) disables a role."""
+    if not text:
+        return None
+    mapping: dict[str, str] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        role, sep, column = part.partition("=")
+        role = role.strip()
+        if not sep or role not in COLUMN_ROLES:
+            raise PlannerError(f"--columns: expected role=column with role in "
+                               f"{', '.join(COLUMN_ROLES)}, got {part.strip()!r}")
+        mapping[role] = column.strip()
+    return mapping
+
+
+@app.command("fit")
+def fit(
+    trace: Annotated[Path, typer.Argument(help="trace file (CSV or JSONL)")],
+    fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(TRACE_FORMATS)}")],
+    out: Annotated[Path, typer.Option("--out", help="workload YAML file to write")],
+    columns: Annotated[str | None, typer.Option(
+        "--columns", help="column mapping, e.g. input=prompt,output=completion,time=ts")] = None,
+    max_len: Annotated[int | None, typer.Option(
+        "--max-len", help="drop (and count) requests with longer inputs; "
+                          "default: cover the whole trace")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="workload name "
+                                             "[default: the output file's stem]")] = None,
+    time_unit: Annotated[str | None, typer.Option(
+        "--time-unit", help="unit of numeric timestamps: s, ms, us, ns")] = None,
+    bin_width: Annotated[int | None, typer.Option(
+        "--bin-width", help="store lengths in bins of this width (1 = exact)")] = None,
+    block_size: Annotated[int, typer.Option(
+        "--block-size", help="tokens per hash block (Mooncake hash_ids)")] = 512,
+) -> None:
+    """Build a workload YAML file from a request trace."""
+    if out.suffix not in (".yaml", ".yml"):
+        raise PlannerError(f"--out {out}: expected a .yaml file")
+    if block_size < 1:
+        raise PlannerError(f"--block-size must be >= 1, got {block_size}")
+    workload, report = fit_trace(
+        trace, fmt, name=name or out.stem, max_len=max_len, columns=parse_columns(columns),
+        time_unit=time_unit, bin_width=bin_width, block_size=block_size)
+    write_workload(out, workload, header=f"Fitted by `planner workload fit` from {trace.name}.")
+    con = _console()
+    for line in report.lines():
+        con.print(line)
+    s = workload_summary(workload)
+    con.print(f"input mean {s['input']['mean']:.1f} (p50 {s['input']['p50']}, p99 "
+              f"{s['input']['p99']}, max {s['input']['max']}); output mean "
+              f"{workload.decode_mean:.1f} (max {workload.decode_max}); rate "
+              f"{_fmt(workload.rate_rps)} req/s; CV {_fmt(workload.cv)}; prefix hit rate "
+              f"{workload.prefix_hit_rate:.1%}")
+    con.print(f"wrote {out}")

@@ -1,0 +1,203 @@
+"""Back-ends that solve a :class:`~planner.inner.model.SparseMILP`.
+
+* ``"bnb"`` – our branch-and-bound over HiGHS LP relaxations
+  (:mod:`planner.inner.bnb`), fastest on models with few integer columns.
+* ``"highs"`` – HiGHS's MIP solver called directly through ``highspy``: the CSR arrays
+  are passed in one ``Highs.passModel`` call, with no per-term Python work.
+* ``"cbc"`` – the model rebuilt with pulp and solved by the CBC binary shipped with pulp
+  (``PULP_CBC_CMD``), as in the thesis (§4.8.2).
+* ``"pulp-highs"`` – the same pulp model solved through pulp's in-process HiGHS
+  interface (``pulp.HiGHS``, which itself adds columns and rows one by one).
+
+All return a :class:`SolveOutcome` whose ``status`` is one of ``"optimal"``,
+``"time_limit"`` (stopped by the time limit with a feasible incumbent),
+``"no_solution"`` (stopped before any feasible point was found), ``"infeasible"`` or
+``"error"``.  Solver failures are reported, never raised: the outer loop must be able
+to keep going.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.inner.model import SparseMILP
+
+BACKENDS = ("bnb", "highs", "cbc", "pulp-highs")
+
+
+@dataclass(frozen=True)
+class SolveOutcome:
+    status: str
+    x: np.ndarray | None
+    objective: float
+    seconds: float
+    message: str = ""
+    mip_gap: float = 0.0
+
+
+def solve_model(
+    model: SparseMILP,
+    backend: str = "highs",
+    *,
+    time_limit: float | None = None,
+    mip_rel_gap: float | None = None,
+    start: np.ndarray | None = None,
+) -> SolveOutcome:
+    """Maximise ``model`` with ``backend``; ``start`` is an optional feasible start point."""
+    if backend == "highs":
+        return _solve_highspy(model, time_limit, mip_rel_gap, start)
+    if backend == "bnb":
+        from planner.inner.bnb import solve_bnb
+
+        return solve_bnb(model, gap=1e-4 if mip_rel_gap is None else mip_rel_gap,
+                         time_limit=time_limit)
+    if backend in ("cbc", "pulp-highs"):
+        return _solve_pulp(model, backend, time_limit, mip_rel_gap)
+    raise ValueError(f"unknown inner-solver backend {backend!r}; choose from {BACKENDS}")
+
+
+# --- HiGHS through highspy ---------------------------------------------------------------
+
+
+def _solve_highspy(
+    model: SparseMILP,
+    time_limit: float | None,
+    mip_rel_gap: float | None,
+    start: np.ndarray | None,
+) -> SolveOutcome:
+    import highspy
+
+    t0 = time.perf_counter()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    # One thread: the machine and the outer loop's parallel workers share the cores, and
+    # HiGHS's MIP search is essentially serial on problems this small.
+    h.setOptionValue("threads", 1)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    if mip_rel_gap is not None:
+        h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
+    # highspy rejects an empty integrality vector, so an LP passes all zeros.
+    integrality = model.integer.astype(np.int32)
+    passed = h.passModel(
+        model.n_cols,
+        model.n_rows,
+        int(model.value.shape[0]),
+        int(highspy.MatrixFormat.kRowwise),
+        int(highspy.ObjSense.kMaximize),
+        0.0,
+        np.ascontiguousarray(model.cost),
+        np.ascontiguousarray(model.col_lower),
+        np.ascontiguousarray(model.col_upper),
+        np.ascontiguousarray(model.row_lower),
+        np.ascontiguousarray(model.row_upper),
+        model.row_start,
+        model.col_index,
+        model.value,
+        integrality,
+    )
+    if passed == highspy.HighsStatus.kError:
+        return SolveOutcome("error", None, math.nan, time.perf_counter() - t0,
+                            "HiGHS rejected the model")
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(map(float, start))
+        sol.value_valid = True
+        h.setSolution(sol)
+    h.run()
+    seconds = time.perf_counter() - t0
+    ms = h.getModelStatus()
+    info = h.getInfo()
+    S = highspy.HighsModelStatus
+    has_point = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    gap = float(info.mip_gap) if model.is_mip and has_point else 0.0
+    if ms == S.kOptimal:
+        status = "optimal"
+    elif ms in (S.kInfeasible, S.kUnboundedOrInfeasible):
+        return SolveOutcome("infeasible", None, math.nan, seconds, h.modelStatusToString(ms))
+    elif ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit):
+        status = "time_limit" if has_point else "no_solution"
+    else:
+        return SolveOutcome("error", None, math.nan, seconds, h.modelStatusToString(ms))
+    if status == "no_solution":
+        return SolveOutcome(status, None, math.nan, seconds, h.modelStatusToString(ms))
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    return SolveOutcome(status, x, float(info.objective_function_value), seconds,
+                        h.modelStatusToString(ms), gap if math.isfinite(gap) else math.inf)
+
+
+# --- pulp (CBC or pulp's HiGHS interface) ----------------------------------------------
+
+
+def build_pulp(model: SparseMILP):  # -> pulp.LpProblem
+    """The same model as a pulp ``LpProblem`` (variables in column order)."""
+    import pulp
+
+    prob = pulp.LpProblem("inner", pulp.LpMaximize)
+    names = model.col_names()
+    xs = [
+        pulp.LpVariable(
+            names[k],
+            lowBound=None if math.isinf(model.col_lower[k]) else float(model.col_lower[k]),
+            upBound=None if math.isinf(model.col_upper[k]) else float(model.col_upper[k]),
+            cat=pulp.LpInteger if model.integer[k] else pulp.LpContinuous,
+        )
+        for k in range(model.n_cols)
+    ]
+    nz = np.flatnonzero(model.cost)
+    prob.setObjective(pulp.LpAffineExpression([(xs[k], float(model.cost[k])) for k in nz]))
+    idx = model.col_index.tolist()
+    val = model.value.tolist()
+    starts = model.row_start.tolist()
+    lo, hi = model.row_lower.tolist(), model.row_upper.tolist()
+    for r in range(model.n_rows):
+        terms = [(xs[idx[k]], val[k]) for k in range(starts[r], starts[r + 1])]
+        if lo[r] == hi[r]:
+            prob.addConstraint(
+                pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintEQ,
+                                  rhs=lo[r]), name=f"r{r}")
+            continue
+        if not math.isinf(lo[r]):
+            prob.addConstraint(
+                pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintGE,
+                                  rhs=lo[r]), name=f"r{r}_lo")
+        if not math.isinf(hi[r]):
+            prob.addConstraint(
+                pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintLE,
+                                  rhs=hi[r]), name=f"r{r}_hi")
+    return prob, xs
+
+
+def _solve_pulp(
+    model: SparseMILP, backend: str, time_limit: float | None, mip_rel_gap: float | None
+) -> SolveOutcome:
+    import pulp
+
+    t0 = time.perf_counter()
+    prob, xs = build_pulp(model)
+    if backend == "cbc":
+        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=mip_rel_gap)
+    else:
+        solver = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=mip_rel_gap, threads=1)
+    try:
+        prob.solve(solver)
+    except pulp.PulpSolverError as err:  # a missing or crashing solver binary
+        return SolveOutcome("error", None, math.nan, time.perf_counter() - t0, str(err))
+    seconds = time.perf_counter() - t0
+    sol = prob.sol_status
+    if sol == pulp.LpSolutionOptimal:
+        status = "optimal"
+    elif sol == pulp.LpSolutionIntegerFeasible:
+        status = "time_limit"
+    elif sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible:
+        return SolveOutcome("infeasible", None, math.nan, seconds, "infeasible")
+    elif sol == pulp.LpSolutionNoSolutionFound:
+        return SolveOutcome("no_solution", None, math.nan, seconds, pulp.LpStatus[prob.status])
+    else:
+        return SolveOutcome("error", None, math.nan, seconds, pulp.LpStatus[prob.status])
+    x = np.array([v.varValue if v.varValue is not None else 0.0 for v in xs], dtype=float)
+    return SolveOutcome(status, x, float(model.cost @ x), seconds, pulp.LpStatus[prob.status])

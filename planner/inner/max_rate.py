@@ -1,0 +1,175 @@
+"""Weight-free inner formulation: the maximum sustainable request rate.
+
+.. math::
+
+    \\max T \\quad\\text{s.t.}\\quad
+    \\sum_i b^P_{ij} x^P_{ij} \\ge p_j T,\\;
+    \\sum_i b^D_{ij} x^D_{ij} \\ge p_j T \\;\\; \\forall j, \\qquad
+    \\sum_j x^P_{ij} = 1 - z_i,\\; \\sum_j x^D_{ij} = z_i,\\; z_i \\in \\{0, 1\\}.
+
+``T`` is the largest arrival rate at which every range's demand :math:`p_j T` is met
+in both phases, i.e. the true maximum rate for the workload mix at range resolution;
+there are no weights (``M``, ``tau``, ``lambda``) to tune.  The role constraints are the
+per-island convex-hull form of the thesis's constraints 1-2 (§4.8.1): for integer
+``z`` they describe exactly the same assignments, and their LP relaxation is tighter.
+
+Exact reductions (each leaves the optimal ``T`` unchanged)
+---------------------------------------------------------
+* Ranges with :math:`p_j = 0` impose nothing; their columns would only waste time.
+* A column :math:`x^\\phi_{ij}` with :math:`b^\\phi_{ij} = 0` adds nothing to any
+  cover row; time not needed can sit on any positive column instead.
+* **Identical islands are pooled.**  Islands with the same spec and the same tables
+  form a group ``g`` of ``k_g`` islands; the model has pooled shares
+  :math:`X^\\phi_{gj}` and one integer :math:`n_g \\in [0, k_g]` (how many of them
+  decode) with :math:`\\sum_j X^P_{gj} = k_g - n_g`, :math:`\\sum_j X^D_{gj} = n_g`.
+  Any per-island solution sums to such a pooled one, and any pooled one splits back
+  (``n_g`` islands decode with shares :math:`X^D_{gj}/n_g`, the rest prefill with
+  :math:`X^P_{gj}/(k_g - n_g)`) with identical per-range capacities.  This removes the
+  ``k_g!`` symmetric copies of every solution that a branch-and-bound would
+  otherwise explore; outer-loop layouts repeat (type, size) pairs a lot.
+* Throughputs are divided by their maximum so that ``T`` and the coefficients are
+  O(1) for the solver; the answer is scaled back.
+
+The LP relaxation (``n_g`` continuous) is a valid upper bound on ``T`` and HiGHS
+solves it at the root; we do not round it ourselves, because the rounded point would
+have to be re-optimised and proven anyway, which is what branch-and-bound does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.inner.common import solve_formulation
+from planner.inner.model import MILPBuilder, SparseMILP
+from planner.inner.problem import InnerProblem
+from planner.inner.result import InnerResult
+
+#: Default relative MIP gap: "optimal" means within 1e-6 of the maximum rate.
+DEFAULT_GAP = 1e-6
+
+
+@dataclass(frozen=True)
+class _Groups:
+    members: list[np.ndarray]  # island indices of each group
+    active: np.ndarray  # range indices with p_j > 0
+    pcols: tuple[np.ndarray, np.ndarray]  # (group, range-position) of each X^P column
+    dcols: tuple[np.ndarray, np.ndarray]
+
+
+def group_islands(problem: InnerProblem, usable: np.ndarray, aggregate: bool) -> list[np.ndarray]:
+    """Usable islands partitioned into groups of identical ones (spec and tables)."""
+    idx = np.flatnonzero(usable)
+    if not aggregate:
+        return [np.array([i]) for i in idx]
+    groups: dict[tuple, list[int]] = {}
+    for i in idx:
+        key = (problem.islands[i], problem.prefill_rps[i].tobytes(),
+               problem.decode_rps[i].tobytes())
+        groups.setdefault(key, []).append(int(i))
+    return [np.array(v) for v in groups.values()]
+
+
+def build_max_rate(
+    problem: InnerProblem, usable: np.ndarray, *, aggregate: bool = True
+) -> tuple[SparseMILP, _Groups, float]:
+    """The pooled max-rate MILP; returns (model, grouping, throughput scale)."""
+    members = group_islands(problem, usable, aggregate)
+    active = np.flatnonzero(problem.range_prob > 0)
+    first = np.array([m[0] for m in members])
+    k = np.array([len(m) for m in members], dtype=float)
+    scale = float(max(problem.prefill_rps.max(), problem.decode_rps.max()))
+    bp = problem.prefill_rps[np.ix_(first, active)] / scale
+    bd = problem.decode_rps[np.ix_(first, active)] / scale
+    p = problem.range_prob[active]
+    G, J = bp.shape
+    can_p = bp.max(axis=1) > 0
+    can_d = bd.max(axis=1) > 0
+
+    b = MILPBuilder()
+    t = b.add_cols("T", 1, cost=1.0)[0]
+    pg, pj = np.nonzero(bp > 0)
+    dg, dj = np.nonzero(bd > 0)
+    xp = b.add_cols("XP", pg.size)
+    xd = b.add_cols("XD", dg.size)
+    # n_g = number of decoding islands in the group; fixed where one phase is impossible.
+    n_lo = np.where(can_p, 0.0, k)
+    n_hi = np.where(can_d, k, 0.0)
+    n = b.add_cols("n", G, lower=n_lo, upper=n_hi, integer=True)
+    # Cover rows: sum_g b_gj X_gj - p_j T >= 0, one per active range and phase.
+    for cols, g, j, tab in ((xp, pg, pj, bp), (xd, dg, dj, bd)):
+        rows = np.concatenate([j, np.arange(J)])
+        allc = np.concatenate([cols, np.full(J, t)])
+        vals = np.concatenate([tab[g, j], -p])
+        b.add_rows(J, rows, allc, vals, lower=0.0)
+    # Capacity rows: sum_j X^P_gj + n_g = k_g and sum_j X^D_gj - n_g = 0.
+    b.add_rows(G, np.concatenate([pg, np.arange(G)]), np.concatenate([xp, n]), 1.0,
+               lower=k, upper=k)
+    b.add_rows(G, np.concatenate([dg, np.arange(G)]), np.concatenate([xd, n]),
+               np.concatenate([np.ones(dg.size), -np.ones(G)]), lower=0.0, upper=0.0)
+    return b.build(), _Groups(members, active, (pg, pj), (dg, dj)), scale
+
+
+def _extract(model: SparseMILP, x: np.ndarray, ctx) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    groups, n_islands, J = ctx
+    Xp = np.zeros((len(groups.members), J))
+    Xd = np.zeros_like(Xp)
+    Xp[groups.pcols[0], groups.active[groups.pcols[1]]] = model.block(x, "XP")
+    Xd[groups.dcols[0], groups.active[groups.dcols[1]]] = model.block(x, "XD")
+    n_dec = np.rint(model.block(x, "n")).astype(int)
+    xp = np.zeros((n_islands, J))
+    xd = np.zeros((n_islands, J))
+    roles = ["idle"] * n_islands
+    for g, members in enumerate(groups.members):
+        nd = int(n_dec[g])
+        npf = len(members) - nd
+        for r, i in enumerate(members):
+            if r < nd:
+                roles[i] = "decode"
+                xd[i] = Xd[g] / nd
+            else:
+                roles[i] = "prefill"
+                xp[i] = Xp[g] / npf
+    return xp, xd, roles
+
+
+@dataclass
+class MaxRateMILP:
+    """Weight-free exact inner solver: maximise the sustainable request rate ``T``.
+
+    ``aggregate`` pools identical islands (exact; see module docstring).  ``solver``:
+    ``"highs"`` (default), ``"cbc"`` or ``"pulp-highs"``.  ``result.extra["T"]`` is the
+    solver's ``T``; ``result.R_sustained`` recomputes it from the shares.
+    """
+
+    solver: str = "highs"
+    aggregate: bool = True
+    time_limit: float | None = 60.0
+    mip_rel_gap: float | None = DEFAULT_GAP
+    name: str = "maxrate"
+
+    def build(self, problem: InnerProblem) -> SparseMILP:
+        from planner.inner.common import usable_islands
+
+        return build_max_rate(problem, usable_islands(problem), aggregate=self.aggregate)[0]
+
+    def solve(self, problem: InnerProblem) -> InnerResult:
+        scale_box: list[float] = []
+
+        def build(prob: InnerProblem, usable: np.ndarray):
+            model, groups, scale = build_max_rate(prob, usable, aggregate=self.aggregate)
+            scale_box.append(scale)
+            return model, (groups, prob.n_islands, prob.n_ranges)
+
+        def extra(model: SparseMILP, x: np.ndarray, ctx) -> dict[str, float]:
+            return {"T": float(model.block(x, "T")[0]) * scale_box[0],
+                    "groups": float(len(ctx[0].members))}
+
+        res = solve_formulation(
+            problem, name=self.name, build=build, extract=_extract, backend=self.solver,
+            time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap, extra=extra,
+        )
+        if res.objective is not None and scale_box:  # report T in requests/s
+            res = replace(res, objective=res.objective * scale_box[0])
+        return res

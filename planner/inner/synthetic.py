@@ -1,0 +1,126 @@
+"""Seeded synthetic benchmark tables for tests and benchmarks (not a perf model).
+
+The shapes mimic what the analytic perf model of seed 002 §4.2 produces, so solver
+timings and behaviour are representative, but the numbers are made up:
+
+* prefill requests/s of an ``n``-GPU island at input length ``s``:
+  ``n * f * K / (s * (1 + s / L))`` (linear + attention-quadratic cost), zero if the
+  weights do not fit in the island's memory;
+* decode: the largest batch whose KV cache (``kv`` per token over ``s + d_max``
+  tokens) fits next to the weights, rounded down to a multiple of 8 as in §4.6.2 and
+  capped at 64 per GPU (zero if fewer than 8 fit); one step reads the weights plus
+  the batch's KV cache at the island's memory bandwidth plus a fixed overhead, and a
+  request needs ``d_mean`` steps;
+* workload: a log-normal input-length pmf truncated to ``[1, J*W)`` and cut into
+  ``J`` ranges of width ``W`` (§4.6.3).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
+
+#: name -> (relative prefill compute, memory bandwidth TB/s per GPU, memory GB per GPU)
+GPU_TYPES: dict[str, tuple[float, float, float]] = {
+    "B300": (2.5, 8.0, 288.0),
+    "H200": (1.0, 4.8, 141.0),
+    "H800": (1.0, 3.35, 80.0),
+    "H20": (0.15, 4.0, 96.0),
+}
+WEIGHTS_GB = 700.0  # a 671B-parameter FP8 MoE
+ACTIVE_READ_GB = 40.0  # weights read per decode step
+KV_MB_PER_TOKEN = 0.07
+PREFILL_K = 4000.0
+PREFILL_L = 16000.0
+STEP_OVERHEAD_S = 0.02
+MAX_BATCH_PER_GPU = 64.0
+
+
+def random_layout(
+    n_islands: int, seed: int, *, types: tuple[str, ...] = tuple(GPU_TYPES),
+    sizes: tuple[int, ...] = (8, 16, 32),
+) -> tuple[IslandSpec, ...]:
+    """``n_islands`` islands of random (type, size), sorted for readability."""
+    rng = np.random.default_rng(seed)
+    pairs = sorted(
+        (str(rng.choice(types)), int(rng.choice(sizes))) for _ in range(n_islands)
+    )
+    return tuple(_spec(g, n) for g, n in pairs)
+
+
+def _spec(gpu: str, size: int) -> IslandSpec:
+    return IslandSpec(gpu, size, prefill_config=f"tp{size}", decode_config=f"tp1·dp{size}",
+                      prefill_batch=1, decode_batch=0)
+
+
+def lognormal_pmf(n_lengths: int, *, median: float = 1500.0, sigma: float = 0.9) -> np.ndarray:
+    """p(s) for s = 0..n_lengths-1 (p(0) = 0), log-normal, truncated and normalised."""
+    s = np.arange(n_lengths, dtype=float)
+    with np.errstate(divide="ignore"):
+        logs = np.log(np.maximum(s, 1.0))
+    dens = np.exp(-0.5 * ((logs - math.log(median)) / sigma) ** 2) / np.maximum(s, 1.0)
+    dens[0] = 0.0
+    return dens / dens.sum()
+
+
+def tables(
+    islands: tuple[IslandSpec, ...], lengths: np.ndarray, *, d_mean: float = 200.0,
+    d_max: float = 1000.0, noise: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(prefill_rps, decode_rps), shape ``(I, len(lengths))``, at the given lengths."""
+    s = np.maximum(np.asarray(lengths, dtype=float), 1.0)
+    f = np.array([GPU_TYPES[i.gpu][0] for i in islands])[:, None]
+    bw = np.array([GPU_TYPES[i.gpu][1] for i in islands])[:, None]
+    mem = np.array([GPU_TYPES[i.gpu][2] for i in islands])[:, None]
+    n = np.array([i.size for i in islands], dtype=float)[:, None]
+    free_gb = n * mem - WEIGHTS_GB
+    fits = free_gb > 0
+    prefill = np.where(fits, n * f * PREFILL_K / (s * (1.0 + s / PREFILL_L)), 0.0)
+    batch = np.floor(np.maximum(free_gb, 0) * 1e3 / (KV_MB_PER_TOKEN * (s + d_max)))
+    batch = np.minimum(batch - batch % 8, MAX_BATCH_PER_GPU * n)
+    kv_read_gb = batch * KV_MB_PER_TOKEN * (s + d_mean / 2) / 1e3
+    step = (ACTIVE_READ_GB + kv_read_gb) / (n * bw * 1e3) + STEP_OVERHEAD_S
+    decode = np.where(batch >= 8, batch / (step * d_mean), 0.0)
+    if noise is not None:
+        prefill = prefill * noise[:, None]
+        decode = decode * noise[:, None]
+    return prefill, decode
+
+
+def synthetic_problem(
+    islands: tuple[IslandSpec, ...],
+    n_ranges: int = 64,
+    *,
+    width: int | None = None,
+    seed: int = 0,
+    noise: float = 0.0,
+    d_mean: float = 200.0,
+    max_len: int = 8192,
+) -> tuple[InnerProblem, FullResolution]:
+    """Range-level problem and full-resolution tables for a layout.
+
+    ``noise`` > 0 multiplies each island's tables by a seeded factor in
+    ``[1 - noise, 1 + noise]`` (so identical islands become distinct).
+    """
+    W = width if width is not None else max(1, max_len // n_ranges)
+    S = n_ranges * W
+    pmf = lognormal_pmf(S)
+    start = np.arange(n_ranges) * W
+    end = start + W
+    mid = start + W // 2
+    p = pmf.reshape(n_ranges, W).sum(axis=1)
+    lens = np.arange(S, dtype=float)
+    mean_in = (pmf * lens).reshape(n_ranges, W).sum(axis=1) / np.where(p > 0, p, 1.0)
+    rng = np.random.default_rng(seed)
+    fac = 1.0 + noise * rng.uniform(-1.0, 1.0, len(islands)) if noise > 0 else None
+    bp, bd = tables(islands, mid, d_mean=d_mean, noise=fac)
+    fp, fd = tables(islands, lens, d_mean=d_mean, noise=fac)
+    problem = InnerProblem(
+        islands=islands, range_prob=p, range_start=start, range_end=end, range_mid=mid,
+        prefill_rps=bp, decode_rps=bd, mean_input_tokens=np.where(p > 0, mean_in, mid),
+        decode_mean=d_mean,
+    )
+    return problem, FullResolution(pmf=pmf, prefill_rps=fp, decode_rps=fd)

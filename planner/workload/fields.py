@@ -1,0 +1,125 @@
+"""Typed access to user-supplied mappings with one-line errors naming file and field.
+
+Every workload YAML value goes through :class:`Loc` so a mistake produces
+``<file>: field '<dotted.path>': <what is wrong>`` (a :class:`PlannerError`, exit 2)
+instead of a ``KeyError`` traceback.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from planner.errors import PlannerError
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in a user document: the file (or other source) and a dotted path."""
+
+    source: str
+    path: str = ""
+
+    def child(self, key: str | int) -> Loc:
+        if isinstance(key, int):
+            return Loc(self.source, f"{self.path}[{key}]")
+        return Loc(self.source, f"{self.path}.{key}" if self.path else key)
+
+    def error(self, message: str) -> PlannerError:
+        where = f"{self.source}: field '{self.path}'" if self.path else self.source
+        return PlannerError(f"{where}: {message}")
+
+    # ---------------------------------------------------------------- containers
+    def mapping(self, value: Any) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.error(f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def only_keys(self, data: Mapping[str, Any], allowed: Iterable[str]) -> None:
+        """Reject unknown keys, which are nearly always typos (``sigam: 3``)."""
+        allowed = set(allowed)
+        unknown = sorted(str(k) for k in data if k not in allowed)
+        if unknown:
+            raise self.error(
+                f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+            )
+
+    def require(self, data: Mapping[str, Any], key: str) -> Any:
+        if key not in data or data[key] is None:
+            raise self.child(key).error("is required")
+        return data[key]
+
+    # ---------------------------------------------------------------- scalars
+    def number(self, data: Mapping[str, Any], key: str, *, default: Any = ...,
+               gt: float | None = None, ge: float | None = None,
+               le: float | None = None) -> float | None:
+        loc = self.child(key)
+        if key not in data or data[key] is None:
+            if default is ...:
+                raise loc.error("is required")
+            return default
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise loc.error(f"expected a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise loc.error(f"must be finite, got {value!r}")
+        if gt is not None and not value > gt:
+            raise loc.error(f"must be > {gt:g}, got {value:g}")
+        if ge is not None and not value >= ge:
+            raise loc.error(f"must be >= {ge:g}, got {value:g}")
+        if le is not None and not value <= le:
+            raise loc.error(f"must be <= {le:g}, got {value:g}")
+        return value
+
+    def integer(self, data: Mapping[str, Any], key: str, *, default: Any = ...,
+                ge: int | None = None, le: int | None = None) -> int | None:
+        value = self.number(data, key, default=default, ge=ge, le=le)
+        if value is None or value is default:
+            return value
+        if value != int(value):
+            raise self.child(key).error(f"expected an integer, got {data[key]!r}")
+        return int(value)
+
+    def text(self, data: Mapping[str, Any], key: str, default: str = "") -> str:
+        value = data.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.child(key).error(f"expected text, got {type(value).__name__}")
+        return value
+
+    # ---------------------------------------------------------------- arrays
+    def array(self, data: Mapping[str, Any], key: str, *, integer: bool = False,
+              ge: float | None = None, min_size: int = 1, allow_null: bool = False) -> np.ndarray:
+        """A list of numbers as a float64 (or int64 with ``integer``) array."""
+        loc = self.child(key)
+        raw = self.require(data, key)
+        if not isinstance(raw, Sequence) or isinstance(raw, str):
+            raise loc.error("expected a list of numbers")
+        if len(raw) < min_size:
+            raise loc.error(f"needs at least {min_size} entries, got {len(raw)}")
+        for i, v in enumerate(raw):
+            ok = (v is None and allow_null) or (
+                not isinstance(v, bool) and isinstance(v, int | float)
+            )
+            if not ok:
+                raise loc.child(i).error(f"expected a number, got {v!r}")
+        arr = np.array([np.nan if v is None else v for v in raw], dtype=np.float64)
+        finite = np.isfinite(arr)
+        bad = ~finite if not allow_null else (~finite & ~np.isnan(arr))
+        if np.any(bad):
+            raise loc.child(int(np.argmax(bad))).error("must be finite")
+        if ge is not None and np.any(arr[finite] < ge):
+            i = int(np.flatnonzero(finite & (np.nan_to_num(arr, nan=ge) < ge))[0])
+            raise loc.child(i).error(f"must be >= {ge:g}, got {arr[i]:g}")
+        if integer:
+            if np.any(arr != np.round(arr)):
+                i = int(np.argmax(arr != np.round(arr)))
+                raise loc.child(i).error(f"expected an integer, got {raw[i]!r}")
+            return arr.astype(np.int64)
+        return arr

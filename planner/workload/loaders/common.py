@@ -1,0 +1,164 @@
+"""Shared pieces of the trace loaders: the chunk type, validation and CSV streaming.
+
+Every loader yields :class:`TraceChunk` s of at most ``chunk_rows`` rows, so memory is
+bounded by the chunk size whatever the file size (the 2024 week-long Azure traces
+have tens of millions of rows).  Values are validated per chunk with vectorised
+checks; the first bad value raises one :class:`PlannerError` naming the file, line
+and column.  Line numbers assume one record per physical line (no quoted newlines),
+which holds for every supported trace format.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import PlannerError
+
+DEFAULT_CHUNK_ROWS = 1 << 18
+
+#: Factors from a numeric time column's unit to nanoseconds.
+TIME_UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+
+
+@dataclass(frozen=True)
+class TraceChunk:
+    """Validated rows of a trace: lengths are int64 >= 0, times int64 nanoseconds."""
+
+    line: np.ndarray
+    input: np.ndarray
+    output: np.ndarray
+    time_ns: np.ndarray | None = None
+    hash_ids: Sequence[Sequence[int]] | None = None
+    empty_rows: int = 0
+
+    def __len__(self) -> int:
+        return int(self.input.size)
+
+
+def check_file(path: Path) -> None:
+    if not path.exists():
+        raise PlannerError(f"{path}: no such file")
+    if not path.is_file():
+        raise PlannerError(f"{path}: not a regular file")
+    if path.stat().st_size == 0:
+        raise PlannerError(f"{path}: empty file")
+
+
+def bad_value(path: Path, line: int, column: str, value: object, problem: str) -> PlannerError:
+    return PlannerError(f"{path}:{line}: column '{column}': {value!r} {problem}")
+
+
+def parse_lengths(values: pd.Series | np.ndarray, raw: Sequence[object] | pd.Series,
+                  lines: np.ndarray, path: Path, column: str) -> np.ndarray:
+    """Token counts as int64, or a PlannerError at the first non-integer/negative one."""
+    num = pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(num)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raw_i = raw.iloc[i] if isinstance(raw, pd.Series) else raw[i]
+        if raw_i is None or raw_i == "" or (isinstance(raw_i, float) and np.isnan(raw_i)):
+            raise PlannerError(f"{path}:{int(lines[i])}: column '{column}': value is missing")
+        raise bad_value(path, int(lines[i]), column, raw_i, "is not a number")
+    neg = num < 0
+    if neg.any():
+        i = int(np.argmax(neg))
+        raise bad_value(path, int(lines[i]), column, _shown(num[i]), "is negative")
+    frac = num != np.floor(num)
+    if frac.any():
+        i = int(np.argmax(frac))
+        raise bad_value(path, int(lines[i]), column, _shown(num[i]), "is not an integer")
+    return num.astype(np.int64)
+
+
+def _shown(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def parse_times(values: pd.Series, lines: np.ndarray, path: Path, column: str,
+                unit: str) -> np.ndarray:
+    """Timestamps as int64 ns: numbers in ``unit``, or ISO-8601 date-times (UTC if naive)."""
+    series = pd.Series(values, copy=False)
+    num = pd.to_numeric(series, errors="coerce")
+    if num.notna().all():
+        arr = num.to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(arr)):
+            i = int(np.argmax(~np.isfinite(arr)))
+            raise bad_value(path, int(lines[i]), column, series.iloc[i], "is not a time")
+        return np.round(arr * TIME_UNITS[unit]).astype(np.int64)
+    parsed = pd.to_datetime(series.astype(str), format="ISO8601", utc=True, errors="coerce")
+    bad = parsed.isna().to_numpy()
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise bad_value(path, int(lines[i]), column, series.iloc[i],
+                        "is neither a number nor an ISO-8601 date-time")
+    return parsed.dt.as_unit("ns").array.asi8.astype(np.int64)
+
+
+def read_header(path: Path, delimiter: str = ",") -> list[str]:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        try:
+            header = next(csv.reader(fh, delimiter=delimiter), None)
+        except (csv.Error, UnicodeDecodeError) as err:
+            raise PlannerError(f"{path}:1: cannot read CSV header: {err}") from None
+    if not header or all(not h.strip() for h in header):
+        raise PlannerError(f"{path}:1: missing CSV header")
+    return [h.strip() for h in header]
+
+
+def csv_chunks(path: Path, columns: Mapping[str, str], *, time_unit: str = "s",
+               chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[TraceChunk]:
+    """Stream a CSV with a header. ``columns`` maps role (``input``, ``output``, optional
+    ``time``) to the header name; missing columns are reported with the header found."""
+    if columns.get("hash_ids"):
+        raise PlannerError(f"{path}: a hash_ids column is only supported for JSONL traces")
+    check_file(path)
+    header = read_header(path)
+    for role in ("input", "output", "time"):
+        col = columns.get(role)
+        if col and col not in header:
+            raise PlannerError(
+                f"{path}:1: missing column '{col}' ({role} length/time); "
+                f"header has: {', '.join(header)}")
+    wanted = {role: col for role, col in columns.items() if col and role != "hash_ids"}
+    usecols = sorted(set(wanted.values()))
+    dtype = {col: str for col in usecols}
+    reader = pd.read_csv(path, usecols=usecols, dtype=dtype, chunksize=chunk_rows,
+                         skip_blank_lines=False, keep_default_na=False, na_filter=False,
+                         encoding="utf-8-sig", skipinitialspace=True)
+    first_line = 2  # line 1 is the header
+    try:
+        for frame in reader:
+            yield _frame_to_chunk(frame, wanted, first_line, path, time_unit)
+            first_line += len(frame)
+    except pd.errors.ParserError as err:
+        raise PlannerError(f"{path}: malformed CSV: {str(err).strip()}") from None
+    except UnicodeDecodeError as err:
+        raise PlannerError(f"{path}: not UTF-8 text: {err}") from None
+
+
+def _frame_to_chunk(frame: pd.DataFrame, wanted: Mapping[str, str], first_line: int,
+                    path: Path, time_unit: str) -> TraceChunk:
+    lines = np.arange(first_line, first_line + len(frame), dtype=np.int64)
+    cells = {col: frame[col].astype(str).str.strip() for col in set(wanted.values())}
+    # Rows whose every used field is empty are blank lines (or ",,"): counted, not parsed.
+    empty = np.logical_and.reduce([(cells[c] == "").to_numpy() for c in cells])
+    n_empty = int(empty.sum())
+    if n_empty:
+        keep = ~empty
+        lines = lines[keep]
+        cells = {c: v[keep] for c, v in cells.items()}
+    inp = parse_lengths(cells[wanted["input"]], cells[wanted["input"]], lines, path,
+                        wanted["input"])
+    out = parse_lengths(cells[wanted["output"]], cells[wanted["output"]], lines, path,
+                        wanted["output"])
+    times = None
+    if "time" in wanted:
+        times = parse_times(cells[wanted["time"]], lines, path, wanted["time"], time_unit)
+    return TraceChunk(line=lines, input=inp, output=out, time_ns=times, empty_rows=n_empty)

@@ -1,0 +1,81 @@
+"""Reading and (atomically) writing workload YAML files."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from planner.errors import PlannerError
+from planner.workload.model import Workload
+from planner.workload.schema import workload_from_dict
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a missing file or a syntax error is a one-line PlannerError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlannerError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise PlannerError(f"{path}: cannot read: {err}") from None
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise PlannerError(f"{where}: invalid YAML: {problem}") from None
+    if data is None:
+        raise PlannerError(f"{path}: empty file")
+    return data
+
+
+def read_workload(path: Path, *, max_len: int | None = None) -> Workload:
+    """Load a workload YAML file (name defaults to the file stem)."""
+    return workload_from_dict(read_yaml(path), source=str(path), max_len=max_len,
+                              default_name=path.stem)
+
+
+def dump_yaml(data: Any) -> str:
+    """Block-style mappings, flow-style lists of numbers: compact and diff-friendly."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None,
+                     width=100, allow_unicode=True)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same directory + ``os.replace``: readers never
+    see a half-written file, and a failure leaves any previous file intact."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise PlannerError(f"{path}: cannot write: {err}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        # mkstemp creates 0600; give the file the mode a plain open() would have.
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_workload(path: Path, workload: Workload, *, header: str = "") -> None:
+    """Save ``workload`` as YAML; ``header`` lines are written as ``#`` comments."""
+    comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    write_text_atomic(path, comment + dump_yaml(workload.to_dict()))
