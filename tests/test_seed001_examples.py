@@ -84,8 +84,9 @@ def test_fig1_lower_bound_choice_follows_demand() -> None:
     L = 4
     servers, model = fig1(L)
     nu1 = L / (TAU_C + L * TAU_P)
-    low = plan_chains(servers, model, 0.05 * nu1, rho_bar=0.9, c_candidates=[1, L * L])
-    high = plan_chains(servers, model, 1.5 * nu1, rho_bar=0.9, c_candidates=[1, L * L])
+    low = plan_chains(servers, model, 0.05 * nu1, rho_bar=0.95, c_candidates=[1, L * L])
+    high = plan_chains(servers, model, 0.9 * nu1, rho_bar=0.95, c_candidates=[1, L * L])
+    assert high.c_scores[1] < float("inf")  # c = 1 is still stable here, just slower
     # GBP-CR's early break keeps only the single-server chains the load needs (K(1) = 1).
     assert low.c == 1 and all(len(k.hops) == 1 and k.capacity == 1 for k in low.chains)
     assert len(low.chains) == 1

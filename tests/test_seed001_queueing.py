@@ -111,7 +111,8 @@ def test_ctmc_input_order_does_not_matter() -> None:
 @pytest.mark.parametrize(
     "mu,c,frac",
     [((1.0, 0.4), (3, 4), 0.3), ((1.0, 0.4), (3, 4), 0.9), ((2.0, 1.0), (1, 1), 0.5),
-     ((0.7, 0.7), (2, 5), 0.6), ((1.0, 0.1), (6, 2), 0.8), ((1.0, 0.3), (30, 40), 0.95)],
+     ((0.7, 0.7), (2, 5), 0.6), ((1.0, 0.1), (6, 2), 0.8), ((1.0, 0.3), (30, 40), 0.95),
+     ((1.0, 0.4), (30, 40), 0.05), ((1.0, 0.4), (30, 40), 0.99)],  # conditioning extremes
 )
 def test_two_chain_recursion_matches_ctmc(mu: tuple, c: tuple, frac: float) -> None:
     lam = frac * (mu[0] * c[0] + mu[1] * c[1])

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from planner.errors import PlannerError
 from planner.workload import fit_trace, list_workloads, load_workload, workload_summary
@@ -19,10 +16,6 @@ from planner.workload.yaml_io import write_workload
 
 app = typer.Typer(help="Inspect, list and fit workloads (input/output length distributions).",
                   no_args_is_help=True)
-
-
-def _console() -> Console:
-    return Console(file=sys.stdout, highlight=False)
 
 
 def _fmt(x: float | int | None, digits: int = 4) -> str:
@@ -67,6 +60,8 @@ def show(
     """Print summary statistics of a workload and write a PNG of its histograms."""
     from planner.workload.plot import plot_workload
 
+    if out is not None and out.suffix.lower() != ".png":
+        raise PlannerError(f"--out {out}: expected a .png file")
     w = load_workload(name, max_len=max_len)
     summary = workload_summary(w)
     png = None
@@ -77,31 +72,32 @@ def show(
     if as_json:
         print(json.dumps(summary, indent=2))
         return
-    con = _console()
-    con.print(f"[bold]{w.name}[/bold]" + (f" - {w.description}" if w.description else ""))
+    print(f"{w.name}" + (f" - {w.description}" if w.description else ""))
     if w.provenance:
-        con.print(f"provenance: {w.provenance}")
+        print(f"provenance: {w.provenance}")
     facts = [f"requests: {_fmt(summary['count'])}"]
     if "duration_s" in summary:
         facts.append(f"duration: {summary['duration_s']:.1f} s")
     facts += [f"rate: {_fmt(w.rate_rps)} req/s", f"CV: {_fmt(w.cv)}",
               f"prefix hit rate: {w.prefix_hit_rate:.1%}"]
-    con.print("   ".join(facts))
-    con.print(f"max_len: {w.max_len}   clipped mass above max_len: {w.clipped_mass:.4%}   "
-              f"decode max: {w.decode_max}")
-    table = Table()
-    for col in ("", "mean", "p50", "p90", "p99", "max"):
-        table.add_column(col, justify="right")
+    print("   ".join(facts))
+    print(f"max_len: {w.max_len}   clipped mass above max_len: {w.clipped_mass:.4%}   "
+          f"decode max: {w.decode_max}")
+    header = ("", "mean", "p50", "p90", "p99", "max")
+    rows = [header]
     for label in ("input", "output"):
         s = summary[label]
-        table.add_row(label, _fmt(s.get("mean"), 6), *(_fmt(s.get(k)) for k in
-                                                         ("p50", "p90", "p99", "max")))
-    con.print(table)
+        rows.append((label, _fmt(s.get("mean"), 6),
+                     *(_fmt(s.get(k)) for k in ("p50", "p90", "p99", "max"))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for r in rows:
+        print("  ".join(c.rjust(wd) if i else c.ljust(wd)
+                        for i, (c, wd) in enumerate(zip(r, widths, strict=True))))
     if summary.get("dropped"):
-        con.print("dropped rows when fitted: " + ", ".join(
+        print("dropped rows when fitted: " + ", ".join(
             f"{k}: {v}" for k, v in summary["dropped"].items()))
     if png is not None:
-        con.print(f"wrote {png}")
+        print(f"wrote {png}")
 
 
 def parse_columns(text: str | None) -> dict[str, str] | None:
@@ -149,13 +145,12 @@ def fit(
         trace, fmt, name=name or out.stem, max_len=max_len, columns=parse_columns(columns),
         time_unit=time_unit, bin_width=bin_width, block_size=block_size)
     write_workload(out, workload, header=f"Fitted by `planner workload fit` from {trace.name}.")
-    con = _console()
     for line in report.lines():
-        con.print(line)
+        print(line)
     s = workload_summary(workload)
-    con.print(f"input mean {s['input']['mean']:.1f} (p50 {s['input']['p50']}, p99 "
-              f"{s['input']['p99']}, max {s['input']['max']}); output mean "
-              f"{workload.decode_mean:.1f} (max {workload.decode_max}); rate "
-              f"{_fmt(workload.rate_rps)} req/s; CV {_fmt(workload.cv)}; prefix hit rate "
-              f"{workload.prefix_hit_rate:.1%}")
-    con.print(f"wrote {out}")
+    print(f"input mean {s['input']['mean']:.1f} (p50 {s['input']['p50']}, p99 "
+          f"{s['input']['p99']}, max {s['input']['max']}); output mean "
+          f"{workload.decode_mean:.1f} (max {workload.decode_max}); rate "
+          f"{_fmt(workload.rate_rps)} req/s; CV {_fmt(workload.cv)}; prefix hit rate "
+          f"{workload.prefix_hit_rate:.1%}")
+    print(f"wrote {out}")

@@ -41,13 +41,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.inner.common import solve_formulation
+from planner.inner.common import run_inner, solve_formulation
 from planner.inner.model import MILPBuilder, SparseMILP
 from planner.inner.problem import InnerProblem
 from planner.inner.result import InnerResult
 
-#: Default relative MIP gap: "optimal" means within 1e-6 of the maximum rate.
-DEFAULT_GAP = 1e-6
+#: Default relative optimality gap: "optimal" means proven within 0.01 % of the maximum
+#: rate (HiGHS's own default); pass 0 for a proof to solver tolerance.
+DEFAULT_GAP = 1e-4
 
 
 @dataclass(frozen=True)
@@ -138,12 +139,20 @@ def _extract(model: SparseMILP, x: np.ndarray, ctx) -> tuple[np.ndarray, np.ndar
 class MaxRateMILP:
     """Weight-free exact inner solver: maximise the sustainable request rate ``T``.
 
-    ``aggregate`` pools identical islands (exact; see module docstring).  ``solver``:
-    ``"highs"`` (default), ``"cbc"`` or ``"pulp-highs"``.  ``result.extra["T"]`` is the
-    solver's ``T``; ``result.R_sustained`` recomputes it from the shares.
+    ``solver``:
+
+    * ``"bc"`` (default) -- the exact decomposition of :mod:`planner.inner.max_rate_bc`
+      (branch-and-check over the pooled island counts, HiGHS for the LPs);
+    * ``"highs"``, ``"cbc"``, ``"pulp-highs"``, ``"bnb"`` -- the monolithic pooled MILP
+      above through that back-end (:mod:`planner.inner.backends`).
+
+    All return the same ``T`` up to ``mip_rel_gap`` (relative; 1e-4 by default, the usual
+    MILP-solver default).  ``aggregate=False`` disables the pooling of identical islands
+    (monolithic back-ends only; for measurements).  ``result.extra["T"]`` is the solver's
+    ``T``; ``result.R_sustained`` recomputes it from the per-island shares.
     """
 
-    solver: str = "highs"
+    solver: str = "bc"
     aggregate: bool = True
     time_limit: float | None = 60.0
     mip_rel_gap: float | None = DEFAULT_GAP
@@ -155,6 +164,15 @@ class MaxRateMILP:
         return build_max_rate(problem, usable_islands(problem), aggregate=self.aggregate)[0]
 
     def solve(self, problem: InnerProblem) -> InnerResult:
+        if self.solver == "bc":
+            from planner.inner.max_rate_bc import solve_max_rate_bc
+
+            gap = DEFAULT_GAP if self.mip_rel_gap is None else self.mip_rel_gap
+            return run_inner(
+                problem, name=self.name, time_limit=self.time_limit,
+                core=lambda prob, usable: solve_max_rate_bc(
+                    prob, usable, gap=gap, time_limit=self.time_limit),
+            )
         scale_box: list[float] = []
 
         def build(prob: InnerProblem, usable: np.ndarray):

@@ -4,8 +4,9 @@ The shapes mimic what the analytic perf model of seed 002 §4.2 produces, so sol
 timings and behaviour are representative, but the numbers are made up:
 
 * prefill requests/s of an ``n``-GPU island at input length ``s``:
-  ``n * f * K / (s * (1 + s / L))`` (linear + attention-quadratic cost), zero if the
-  weights do not fit in the island's memory;
+  ``n * f * K / (s * (1 + s / L) + o * log2(n))`` (linear + attention-quadratic cost
+  with a per-type ``L``, plus a tensor-parallel overhead), zero if the weights do not
+  fit in the island's memory -- so tables of different islands are *not* proportional;
 * decode: the largest batch whose KV cache (``kv`` per token over ``s + d_max``
   tokens) fits next to the weights, rounded down to a multiple of 8 as in §4.6.2 and
   capped at 64 per GPU (zero if fewer than 8 fit); one step reads the weights plus
@@ -23,18 +24,19 @@ import numpy as np
 
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 
-#: name -> (relative prefill compute, memory bandwidth TB/s per GPU, memory GB per GPU)
-GPU_TYPES: dict[str, tuple[float, float, float]] = {
-    "B300": (2.5, 8.0, 288.0),
-    "H200": (1.0, 4.8, 141.0),
-    "H800": (1.0, 3.35, 80.0),
-    "H20": (0.15, 4.0, 96.0),
+#: name -> (relative prefill compute, memory bandwidth TB/s per GPU, memory GB per GPU,
+#: attention length scale L in tokens: where the quadratic term doubles the cost)
+GPU_TYPES: dict[str, tuple[float, float, float, float]] = {
+    "B300": (2.5, 8.0, 288.0, 24000.0),
+    "H200": (1.0, 4.8, 141.0, 16000.0),
+    "H800": (1.0, 3.35, 80.0, 12000.0),
+    "H20": (0.15, 4.0, 96.0, 40000.0),
 }
 WEIGHTS_GB = 700.0  # a 671B-parameter FP8 MoE
 ACTIVE_READ_GB = 40.0  # weights read per decode step
 KV_MB_PER_TOKEN = 0.07
 PREFILL_K = 4000.0
-PREFILL_L = 16000.0
+COMM_TOKENS_PER_DOUBLING = 60.0  # tensor-parallel overhead, in token-equivalents
 STEP_OVERHEAD_S = 0.02
 MAX_BATCH_PER_GPU = 64.0
 
@@ -78,7 +80,9 @@ def tables(
     n = np.array([i.size for i in islands], dtype=float)[:, None]
     free_gb = n * mem - WEIGHTS_GB
     fits = free_gb > 0
-    prefill = np.where(fits, n * f * PREFILL_K / (s * (1.0 + s / PREFILL_L)), 0.0)
+    L = np.array([GPU_TYPES[i.gpu][3] for i in islands])[:, None]
+    comm = COMM_TOKENS_PER_DOUBLING * np.log2(n)
+    prefill = np.where(fits, n * f * PREFILL_K / (s * (1.0 + s / L) + comm), 0.0)
     batch = np.floor(np.maximum(free_gb, 0) * 1e3 / (KV_MB_PER_TOKEN * (s + d_max)))
     batch = np.minimum(batch - batch % 8, MAX_BATCH_PER_GPU * n)
     kv_read_gb = batch * KV_MB_PER_TOKEN * (s + d_mean / 2) / 1e3

@@ -111,15 +111,21 @@ class Loc:
                 raise loc.child(i).error(f"expected a number, got {v!r}")
         arr = np.array([np.nan if v is None else v for v in raw], dtype=np.float64)
         finite = np.isfinite(arr)
-        bad = ~finite if not allow_null else (~finite & ~np.isnan(arr))
+        bad = ~finite & ~(np.isnan(arr) if allow_null else False)
         if np.any(bad):
             raise loc.child(int(np.argmax(bad))).error("must be finite")
-        if ge is not None and np.any(arr[finite] < ge):
-            i = int(np.flatnonzero(finite & (np.nan_to_num(arr, nan=ge) < ge))[0])
-            raise loc.child(i).error(f"must be >= {ge:g}, got {arr[i]:g}")
+        if ge is not None:
+            below = finite & (np.where(finite, arr, 0.0) < ge)
+            if np.any(below):
+                i = int(np.argmax(below))
+                raise loc.child(i).error(f"must be >= {ge:g}, got {arr[i]:g}")
         if integer:
-            if np.any(arr != np.round(arr)):
-                i = int(np.argmax(arr != np.round(arr)))
+            fractional = finite & (np.where(finite, arr, 0.0) != np.round(np.where(finite, arr, 0)))
+            if np.any(fractional):
+                i = int(np.argmax(fractional))
                 raise loc.child(i).error(f"expected an integer, got {raw[i]!r}")
+            huge = finite & (np.abs(np.where(finite, arr, 0.0)) > 2.0**62)
+            if np.any(huge):
+                raise loc.child(int(np.argmax(huge))).error("is too large")
             return arr.astype(np.int64)
         return arr

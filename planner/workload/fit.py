@@ -259,6 +259,10 @@ def fit_trace(path: str | Path, fmt: str, *, name: str | None = None,
     path = Path(path)
     if max_len is not None and not 1 <= max_len <= MAX_SUPPORTED_LEN:
         raise PlannerError(f"max_len must be in 1..{MAX_SUPPORTED_LEN}, got {max_len}")
+    if bin_width is not None and bin_width < 1:
+        raise PlannerError(f"bin width must be >= 1, got {bin_width}")
+    if block_size < 1 or cache_blocks < 1:
+        raise PlannerError("block size and cache capacity must be >= 1")
     acc = TraceAccumulator(str(path), fmt, max_len, block_size, cache_blocks)
     for chunk in iter_trace(path, fmt, columns=columns, time_unit=time_unit,
                             chunk_rows=chunk_rows):

@@ -179,7 +179,8 @@ class Workload:
         object.__setattr__(self, "prefix_hit_rate", hit)
         clipped = float(self.clipped_mass)
         if not 0.0 <= clipped < 1.0:
-            raise PlannerError(f"workload {name!r}: clipped_mass must be in [0, 1), got {clipped!r}")
+            raise PlannerError(
+                f"workload {name!r}: clipped_mass must be in [0, 1), got {clipped!r}")
         object.__setattr__(self, "clipped_mass", clipped)
 
     # ------------------------------------------------------------------ basic views

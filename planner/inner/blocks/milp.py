@@ -27,6 +27,7 @@ stay exact for binary ``f`` because ``0`` is a valid lower bound of ``a`` and ``
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -93,15 +94,15 @@ def solve_milp(
     prob = pulp.LpProblem("bprr_13", pulp.LpMinimize)
     lo_m = 0 if allow_idle else 1
     hi_m = np.minimum(inst.max_blocks, n_blocks)
-    a = [pulp.LpVariable(f"a_{j}", 1, n_blocks, cat="Integer") for j in range(n_s)]
-    m = [pulp.LpVariable(f"m_{j}", lo_m, int(hi_m[j]), cat="Integer") for j in range(n_s)]
+    a = [prob.add_variable(f"a_{j}", 1, n_blocks, cat="Integer") for j in range(n_s)]
+    m = [prob.add_variable(f"m_{j}", lo_m, int(hi_m[j]), cat="Integer") for j in range(n_s)]
     objective = []
     mem_terms: list[list] = [[] for _ in range(n_s)]
     flows: list[dict[tuple[object, object], pulp.LpVariable]] = []
 
     def product(name: str, x: pulp.LpVariable, f: pulp.LpVariable, upper: float):
         """McCormick for ``x·f`` with ``x ∈ [0, upper]``, ``f ∈ {0,1}`` ((B.4)–(B.7))."""
-        z = pulp.LpVariable(name, 0, upper)
+        z = prob.add_variable(name, 0, upper)
         prob.addConstraint(z <= upper * f)
         prob.addConstraint(z <= x)
         prob.addConstraint(x + upper * f - z <= upper)
@@ -114,7 +115,7 @@ def solve_milp(
             for j in nodes[1:]:
                 if i == j or (i == "S" and j == "D"):
                     continue
-                f[(i, j)] = pulp.LpVariable(f"f_{r}_{i}_{j}", cat="Binary")
+                f[(i, j)] = prob.add_variable(f"f_{r}_{i}_{j}", 0, 1, cat="Binary")
         flows.append(f)
         if symmetry_breaking and r > 0 and req_clients[r - 1] == c:
             prev = flows[r - 1]
@@ -157,8 +158,10 @@ def solve_milp(
         backend = pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=1,
                              gapRel=1e-9, gapAbs=1e-12)
     elif solver == "cbc":
-        backend = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=1,
-                                    gapRel=1e-9, gapAbs=1e-12)
+        with warnings.catch_warnings():  # pulp 3.3 flags its bundled CBC as deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            backend = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=1,
+                                        gapRel=1e-9, gapAbs=1e-12)
     else:
         raise ValueError(f"solve_milp: unknown solver {solver!r}")
     t0 = time.perf_counter()

@@ -111,7 +111,7 @@ def predict_response_time(
     capacities: Sequence[int],
     arrival_rate: float,
     *,
-    exact_state_limit: int = 20_000,
+    exact_state_limit: int = 5_000,
 ) -> ResponseTimePrediction:
     """Best available estimate of the JFFC mean response time for fixed chains."""
     b = jffc_bounds(rates, capacities, arrival_rate)
@@ -168,7 +168,7 @@ def plan_chains(
     criterion: str = "lower",
     c_candidates: Iterable[int] | None = None,
     capacities: str = "gca",
-    exact_state_limit: int = 20_000,
+    exact_state_limit: int = 5_000,
 ) -> ChainPlan:
     """Place blocks, compose chains and predict JFFC performance at load ``arrival_rate``.
 

@@ -11,9 +11,11 @@ which holds for every supported trace format.
 from __future__ import annotations
 
 import csv
+import gzip
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -56,25 +58,30 @@ def bad_value(path: Path, line: int, column: str, value: object, problem: str) -
 
 def parse_lengths(values: pd.Series | np.ndarray, raw: Sequence[object] | pd.Series,
                   lines: np.ndarray, path: Path, column: str) -> np.ndarray:
-    """Token counts as int64, or a PlannerError at the first non-integer/negative one."""
-    num = pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(
-        dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(num)
-    if bad.any():
-        i = int(np.argmax(bad))
+    """Token counts as int64, or a PlannerError at the first (in file order) value that is
+    missing, non-numeric, negative or fractional."""
+    series = pd.Series(values, copy=False)
+    if pd.api.types.is_integer_dtype(series.dtype):
+        num = series.to_numpy(dtype=np.int64)  # fast path: the CSV parser made ints
+        if not (num < 0).any():
+            return num
+        i = int(np.argmax(num < 0))
+        raise PlannerError(f"{path}:{int(lines[i])}: column '{column}': {int(num[i])} is negative")
+    num = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    finite = np.isfinite(num)
+    safe = np.where(finite, num, 0.0)
+    bad = ~finite | (safe < 0) | (safe != np.floor(safe))
+    if not bad.any():
+        return num.astype(np.int64)
+    i = int(np.argmax(bad))
+    where = f"{path}:{int(lines[i])}: column '{column}'"
+    if not finite[i]:
         raw_i = raw.iloc[i] if isinstance(raw, pd.Series) else raw[i]
         if raw_i is None or raw_i == "" or (isinstance(raw_i, float) and np.isnan(raw_i)):
-            raise PlannerError(f"{path}:{int(lines[i])}: column '{column}': value is missing")
-        raise bad_value(path, int(lines[i]), column, raw_i, "is not a number")
-    neg = num < 0
-    if neg.any():
-        i = int(np.argmax(neg))
-        raise bad_value(path, int(lines[i]), column, _shown(num[i]), "is negative")
-    frac = num != np.floor(num)
-    if frac.any():
-        i = int(np.argmax(frac))
-        raise bad_value(path, int(lines[i]), column, _shown(num[i]), "is not an integer")
-    return num.astype(np.int64)
+            raise PlannerError(f"{where}: value is missing")
+        raise PlannerError(f"{where}: {raw_i!r} is not a number")
+    problem = "is negative" if num[i] < 0 else "is not an integer"
+    raise PlannerError(f"{where}: {_shown(num[i])!r} {problem}")
 
 
 def _shown(x: float) -> int | float:
@@ -83,32 +90,61 @@ def _shown(x: float) -> int | float:
 
 def parse_times(values: pd.Series, lines: np.ndarray, path: Path, column: str,
                 unit: str) -> np.ndarray:
-    """Timestamps as int64 ns: numbers in ``unit``, or ISO-8601 date-times (UTC if naive)."""
+    """Timestamps as int64 ns: numbers in ``unit``, or ISO-8601 date-times (UTC if naive).
+
+    The kind is decided by the column's dtype or, for text, by its first value; a value
+    of the other kind later on is then reported as bad (a trace mixing both is broken).
+    """
     series = pd.Series(values, copy=False)
-    num = pd.to_numeric(series, errors="coerce")
-    if num.notna().all():
-        arr = num.to_numpy(dtype=np.float64)
-        if not np.all(np.isfinite(arr)):
-            i = int(np.argmax(~np.isfinite(arr)))
-            raise bad_value(path, int(lines[i]), column, series.iloc[i], "is not a time")
+    if series.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    numeric = pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(
+        series.dtype)
+    if not numeric:
+        try:
+            float(series.iloc[0])
+            numeric = True
+        except (TypeError, ValueError):
+            numeric = False
+    if numeric:
+        arr = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64,
+                                                             na_value=np.nan)
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise bad_value(path, int(lines[i]), column, series.iloc[i], "is not a number")
         return np.round(arr * TIME_UNITS[unit]).astype(np.int64)
     parsed = pd.to_datetime(series.astype(str), format="ISO8601", utc=True, errors="coerce")
     bad = parsed.isna().to_numpy()
     if bad.any():
         i = int(np.argmax(bad))
         raise bad_value(path, int(lines[i]), column, series.iloc[i],
-                        "is neither a number nor an ISO-8601 date-time")
+                        "is not an ISO-8601 date-time")
     return parsed.dt.as_unit("ns").array.asi8.astype(np.int64)
 
 
-def read_header(path: Path, delimiter: str = ",") -> list[str]:
-    with path.open(newline="", encoding="utf-8-sig") as fh:
+def open_text(path: Path) -> IO[str]:
+    """Open a trace as text, transparently decompressing ``.gz`` files."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
+    return path.open(newline="", encoding="utf-8-sig")
+
+
+def read_header(path: Path) -> list[str]:
+    """The header fields; also rejects a first data row with more fields than the header
+    (pandas would silently turn the extra leading field into an index)."""
+    with open_text(path) as fh:
+        reader = csv.reader(fh)
         try:
-            header = next(csv.reader(fh, delimiter=delimiter), None)
-        except (csv.Error, UnicodeDecodeError) as err:
-            raise PlannerError(f"{path}:1: cannot read CSV header: {err}") from None
+            header = next(reader, None)
+            first = next(reader, None)
+        except (csv.Error, UnicodeDecodeError, OSError, EOFError) as err:
+            raise PlannerError(f"{path}: cannot read CSV header: {err}") from None
     if not header or all(not h.strip() for h in header):
         raise PlannerError(f"{path}:1: missing CSV header")
+    if first is not None and len(first) > len(header):
+        raise PlannerError(f"{path}:2: row has {len(first)} fields but the header has "
+                           f"{len(header)}")
     return [h.strip() for h in header]
 
 
@@ -124,12 +160,13 @@ def csv_chunks(path: Path, columns: Mapping[str, str], *, time_unit: str = "s",
         col = columns.get(role)
         if col and col not in header:
             raise PlannerError(
-                f"{path}:1: missing column '{col}' ({role} length/time); "
+                f"{path}:1: missing column '{col}' (the {role} column); "
                 f"header has: {', '.join(header)}")
     wanted = {role: col for role, col in columns.items() if col and role != "hash_ids"}
-    usecols = sorted(set(wanted.values()))
-    dtype = {col: str for col in usecols}
-    reader = pd.read_csv(path, usecols=usecols, dtype=dtype, chunksize=chunk_rows,
+    # No usecols: with it pandas silently ignores rows with too many fields; without it
+    # (and index_col=False) such a row is a ParserError that names its line.  Rows with
+    # too few fields are padded with "" and fail as "value is missing" if that matters.
+    reader = pd.read_csv(path, chunksize=chunk_rows, index_col=False,
                          skip_blank_lines=False, keep_default_na=False, na_filter=False,
                          encoding="utf-8-sig", skipinitialspace=True)
     first_line = 2  # line 1 is the header
@@ -141,14 +178,20 @@ def csv_chunks(path: Path, columns: Mapping[str, str], *, time_unit: str = "s",
         raise PlannerError(f"{path}: malformed CSV: {str(err).strip()}") from None
     except UnicodeDecodeError as err:
         raise PlannerError(f"{path}: not UTF-8 text: {err}") from None
+    except (OSError, EOFError) as err:  # e.g. a truncated .gz file
+        raise PlannerError(f"{path}: cannot read: {err}") from None
 
 
 def _frame_to_chunk(frame: pd.DataFrame, wanted: Mapping[str, str], first_line: int,
                     path: Path, time_unit: str) -> TraceChunk:
     lines = np.arange(first_line, first_line + len(frame), dtype=np.int64)
-    cells = {col: frame[col].astype(str).str.strip() for col in set(wanted.values())}
+    frame.columns = [str(c).strip() for c in frame.columns]
+    cells = {col: _cells(frame[col]) for col in set(wanted.values())}
     # Rows whose every used field is empty are blank lines (or ",,"): counted, not parsed.
-    empty = np.logical_and.reduce([(cells[c] == "").to_numpy() for c in cells])
+    # A column the parser read as numbers has no empty field.
+    empty = np.logical_and.reduce([
+        np.zeros(len(frame), dtype=bool) if pd.api.types.is_numeric_dtype(v.dtype)
+        else (v == "").to_numpy() for v in cells.values()])
     n_empty = int(empty.sum())
     if n_empty:
         keep = ~empty
@@ -162,3 +205,11 @@ def _frame_to_chunk(frame: pd.DataFrame, wanted: Mapping[str, str], first_line: 
     if "time" in wanted:
         times = parse_times(cells[wanted["time"]], lines, path, wanted["time"], time_unit)
     return TraceChunk(line=lines, input=inp, output=out, time_ns=times, empty_rows=n_empty)
+
+
+def _cells(column: pd.Series) -> pd.Series:
+    """Numbers as parsed by the C parser (fast path); anything else as stripped text."""
+    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(
+            column.dtype):
+        return column
+    return column.astype(str).str.strip()

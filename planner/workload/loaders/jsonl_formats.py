@@ -24,6 +24,7 @@ from planner.workload.loaders.common import (
     DEFAULT_CHUNK_ROWS,
     TraceChunk,
     check_file,
+    open_text,
     parse_lengths,
     parse_times,
 )
@@ -61,7 +62,7 @@ def _jsonl_chunks(path: Path, keys: Mapping[str, str], time_unit: str,
     hashes: list[list[int]] = []
     lines: list[int] = []
     empty = 0
-    with path.open(encoding="utf-8-sig") as fh:
+    with open_text(path) as fh:
         try:
             for lineno, text in enumerate(fh, start=1):
                 if not text.strip():
@@ -82,6 +83,8 @@ def _jsonl_chunks(path: Path, keys: Mapping[str, str], time_unit: str,
                     hashes, lines, empty = [], [], 0
         except UnicodeDecodeError as err:
             raise PlannerError(f"{path}: not UTF-8 text: {err}") from None
+        except (OSError, EOFError) as err:  # e.g. a truncated .gz file
+            raise PlannerError(f"{path}: cannot read: {err}") from None
     if lines or empty:
         yield _to_chunk(buf, hashes if hash_key else None, lines, keys, path, time_unit, empty)
 

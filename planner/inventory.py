@@ -1,0 +1,183 @@
+"""GPU inventories: what a user can buy or rent, at what price.
+
+Format (YAML; documented in docs/inventory.md)::
+
+    name: thesis-three-types          # optional
+    source: "thesis Table 5.1 prices"  # optional: where the prices come from, and when
+    min_island: 2                      # optional default minimum island size
+    gpus:
+      - type: H200                     # a catalog name (perfmodel/data/gpus.csv) ...
+        count: 64                      # GPUs available
+        price_per_hour: 4.0            # $/GPU-hour; defaults to the catalog's price
+        min_island: 2                  # optional, per type
+      - type: MyAccel                  # ... or a new GPU from its datasheet numbers
+        count: 16
+        price_per_hour: 1.2
+        datasheet: {fp16_tflops: 400, fp8_tflops: 800, hbm_gb: 96, hbm_gbps: 3000,
+                    scaleup_gbps: 200, scaleout_gbps: 50, gpus_per_domain: 8, sms: 120}
+
+Every mistake is reported as one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perfmodel.hardware import GPU, get_gpu, gpu_catalog, gpu_from_datasheet
+from planner.errors import PlannerError
+
+_ENTRY_FIELDS = {"type", "count", "price_per_hour", "min_island", "datasheet"}
+_TOP_FIELDS = {"name", "source", "min_island", "gpus", "network"}
+
+
+@dataclass(frozen=True)
+class InventoryEntry:
+    gpu: GPU
+    count: int
+    price_per_hour: float
+    min_island: int = 1
+
+    @property
+    def name(self) -> str:
+        return self.gpu.name
+
+
+@dataclass(frozen=True)
+class Inventory:
+    name: str
+    entries: tuple[InventoryEntry, ...]
+    source: str = ""
+    network: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        names = [e.name for e in self.entries]
+        if len(set(names)) != len(names):
+            raise PlannerError(f"inventory '{self.name}': GPU type listed twice")
+
+    @property
+    def types(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+    def entry(self, name: str) -> InventoryEntry:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+    @property
+    def total_cost(self) -> float:
+        return sum(e.count * e.price_per_hour for e in self.entries)
+
+    def with_price(self, name: str, price: float) -> Inventory:
+        return replace(self, entries=tuple(
+            replace(e, price_per_hour=price) if e.name == name else e for e in self.entries))
+
+    def with_count(self, name: str, count: int) -> Inventory:
+        return replace(self, entries=tuple(
+            replace(e, count=count) if e.name == name else e for e in self.entries))
+
+    def without(self, name: str) -> Inventory:
+        return replace(self, entries=tuple(e for e in self.entries if e.name != name))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "source": self.source, "gpus": []}
+        catalog = gpu_catalog()
+        for e in self.entries:
+            item: dict[str, Any] = {"type": e.name, "count": e.count,
+                                    "price_per_hour": e.price_per_hour,
+                                    "min_island": e.min_island}
+            if catalog.get(e.name) != e.gpu:
+                item["datasheet"] = {k: v for k, v in e.gpu.to_dict().items()
+                                     if k not in ("name", "price_per_hour", "price_source",
+                                                  "price_date", "spec_source")}
+            out["gpus"].append(item)
+        if self.network:
+            out["network"] = self.network
+        return out
+
+
+def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False
+            ) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PlannerError(f"{where} must be a number, got {value!r}")
+    if integer and int(value) != value:
+        raise PlannerError(f"{where} must be a whole number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise PlannerError(f"{where} must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def inventory_from_dict(data: Any, where: str) -> Inventory:
+    if not isinstance(data, dict):
+        raise PlannerError(f"{where}: expected a mapping with a 'gpus' list")
+    unknown = set(data) - _TOP_FIELDS
+    if unknown:
+        raise PlannerError(f"{where}: unknown field(s) {sorted(unknown)}; "
+                           f"known: {sorted(_TOP_FIELDS)}")
+    gpus = data.get("gpus")
+    if not isinstance(gpus, list) or not gpus:
+        raise PlannerError(f"{where}: field 'gpus' must be a non-empty list")
+    default_min = int(_number(data.get("min_island", 1), f"{where}: field 'min_island'",
+                              integer=True, positive=True))
+    entries = []
+    for i, item in enumerate(gpus):
+        at = f"{where}: gpus[{i}]"
+        if not isinstance(item, dict):
+            raise PlannerError(f"{at} must be a mapping with 'type' and 'count'")
+        extra = set(item) - _ENTRY_FIELDS
+        if extra:
+            raise PlannerError(f"{at}: unknown field(s) {sorted(extra)}; "
+                               f"known: {sorted(_ENTRY_FIELDS)}")
+        if "type" not in item:
+            raise PlannerError(f"{at}: field 'type' is missing")
+        name = str(item["type"])
+        at = f"{where}: gpus[{i}] ({name})"
+        if "datasheet" in item:
+            sheet = item["datasheet"]
+            if not isinstance(sheet, dict):
+                raise PlannerError(f"{at}: field 'datasheet' must be a mapping")
+            gpu = gpu_from_datasheet({"name": name, **sheet}, f"{where}: gpus[{i}].datasheet")
+        else:
+            try:
+                gpu = get_gpu(name)
+            except PlannerError as err:
+                raise PlannerError(f"{at}: field 'type': {err}") from None
+        if "count" not in item:
+            raise PlannerError(f"{at}: field 'count' is missing")
+        count = int(_number(item["count"], f"{at}: field 'count'", integer=True))
+        price = item.get("price_per_hour", gpu.price_per_hour or None)
+        if price is None:
+            raise PlannerError(f"{at}: field 'price_per_hour' is missing (no catalog price)")
+        price = _number(price, f"{at}: field 'price_per_hour'")
+        min_island = int(_number(item.get("min_island", default_min),
+                                 f"{at}: field 'min_island'", integer=True, positive=True))
+        entries.append(InventoryEntry(replace(gpu, price_per_hour=price), count, price,
+                                      min_island))
+    names = [e.name for e in entries]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise PlannerError(f"{where}: field 'gpus' lists {sorted(dupes)} more than once")
+    network = data.get("network")
+    if network is not None and not isinstance(network, dict):
+        raise PlannerError(f"{where}: field 'network' must be a mapping")
+    return Inventory(str(data.get("name") or Path(where).stem), tuple(entries),
+                     str(data.get("source") or ""), network)
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read an inventory YAML file; errors name the file, line or field."""
+    p = Path(path)
+    if not p.is_file():
+        raise PlannerError(f"inventory file '{path}' does not exist")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise PlannerError(f"{path}:{line} YAML syntax error: {problem}") from None
+    return inventory_from_dict(data, str(path))

@@ -1,0 +1,184 @@
+"""Exact outer solver: one MILP over integer island counts (the BO's yardstick).
+
+The outer and inner loops of seed 002 together ask: which islands, and which shares of
+them serve which input-length ranges, maximise the sustainable request rate T?  With
+the perf model's per-(type, size) tables fixed, that is a single MILP once islands of
+the same (type t, size g, role r) are aggregated:
+
+    maximise T
+    s.t.  sum_j y[t,g,r,j] <= n[t,g,r]                     capacity of the n islands
+          sum_{t,g} bP[t,g,j] y[t,g,P,j] >= p_j T   for all j   prefill serves the mix
+          sum_{t,g} bD[t,g,j] y[t,g,D,j] >= p_j T   for all j   decode serves the mix
+          sum_{g,r} g n[t,g,r] <= available_t       for all t   inventory
+          sum_t price_t sum_{g,r} g n[t,g,r] <= B               budget (if any)
+          n integer >= 0, y >= 0
+
+Aggregation is exact: any split of y[t,g,r,.] over the n identical islands with each
+island's shares summing to <= 1 exists (fill islands one after another).  This is the
+weight-free inner formulation of planner.inner.max_rate with the island counts made
+decision variables, so its optimum is the global optimum of the model; the BO's gap is
+measured against it.  With ``target_rps`` the MILP instead minimises $/h with T fixed.
+
+Dominated sizes are pruned before the MILP is built: size g of type t is dropped for
+role r when one smaller island, or two smaller islands g1 + g2 = g, of the same type
+give at least its throughput in every range (replacing it by them keeps every
+constraint and T: GPUs, and so cost, never increase), and when the island cannot serve
+role r at all.  These tests are sufficient, not necessary, so pruning never removes an
+optimum.
+
+HiGHS reports its own status: a time-limited incumbent is reported as "time_limit" with
+the proven bound and gap, never as optimal.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.inner.backends import solve_model
+from planner.inner.model import MILPBuilder
+from planner.outer.protocol import Layout, SearchSpace
+
+ROLES = ("prefill", "decode")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    gpu: str
+    size: int
+    role: str
+    rps: np.ndarray  # (J,) throughput on each range
+
+
+@dataclass
+class ExactResult:
+    status: str  # "optimal" | "time_limit" | "infeasible" | "no_solution" | "error"
+    layout: Layout
+    roles: tuple[str, ...]  # role of each island of ``layout``
+    value: float  # T, requests/s (0 if none)
+    bound: float  # proven upper bound on T (max mode) or lower bound on cost (target mode)
+    gap: float  # relative gap between incumbent and bound
+    cost_per_hour: float
+    seconds: float
+    candidates: int  # (type, size, role) columns after pruning
+    pruned: int  # columns removed as dominated or unable to serve
+    message: str = ""
+    counts: dict[tuple[str, int, str], int] = field(default_factory=dict)
+
+
+def candidate_sizes(space: SearchSpace) -> dict[str, list[int]]:
+    """Island sizes of each type the search may use: min_island .. available (and what
+    the budget allows)."""
+    out = {}
+    for t in space.types:
+        top = t.available
+        if space.budget is not None and t.price_per_hour > 0:
+            top = min(top, int(math.floor(space.budget / t.price_per_hour + 1e-9)))
+        out[t.name] = list(range(max(1, t.min_island), top + 1))
+    return out
+
+
+def prune(tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
+          sizes: dict[str, list[int]], tol: float = 1e-9) -> tuple[list[Candidate], int]:
+    """Keep (type, size, role) columns that serve the role and are not dominated by a
+    pair of smaller islands of the same type."""
+    kept, dropped = [], 0
+    for gpu, options in sizes.items():
+        allowed = set(options)
+        for r, role in enumerate(ROLES):
+            for g in options:
+                b = tables[(gpu, g)][r]
+                if not np.any(b > 0):
+                    dropped += 1
+                    continue
+                floor = b - tol * b.max()
+                # a smaller island alone (the rest of the GPUs unused) ...
+                dominated = any(np.all(tables[(gpu, g1)][r] >= floor)
+                                for g1 in options if g1 < g)
+                # ... or two smaller islands side by side
+                dominated = dominated or any(
+                    np.all(tables[(gpu, g1)][r] + tables[(gpu, g - g1)][r] >= floor)
+                    for g1 in options if g1 <= g - g1 and (g - g1) in allowed)
+                if dominated:
+                    dropped += 1
+                else:
+                    kept.append(Candidate(gpu, g, role, b))
+    return kept, dropped
+
+
+def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
+                prob: np.ndarray, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-4
+                ) -> ExactResult:
+    """Solve the MILP above.  ``tables[(type, size)] = (bP, bD)`` over the ranges."""
+    t0 = time.perf_counter()
+    sizes = candidate_sizes(space)
+    cands, dropped = prune(tables, sizes)
+    price = {t.name: t.price_per_hour for t in space.types}
+    avail = {t.name: t.available for t in space.types}
+    active = np.flatnonzero(prob > 0)
+    n_c, n_j = len(cands), len(active)
+    if n_c == 0 or not any(c.role == "prefill" for c in cands) or not any(
+            c.role == "decode" for c in cands):
+        return ExactResult("infeasible", (), (), 0.0, 0.0, 0.0, 0.0,
+                           time.perf_counter() - t0, n_c, dropped,
+                           "no island size of any type can serve both prefill and decode")
+    # Work in units of the largest throughput so that coefficients are O(1) for HiGHS.
+    scale = max(float(c.rps.max()) for c in cands)
+    target = space.target_rps / scale if space.target_rps else None
+    cost = np.array([price[c.gpu] * c.size for c in cands])
+    b = MILPBuilder()
+    # Maximise T, or (target mode) maximise -cost with T fixed at the target.
+    t_col = b.add_cols("T", 1, cost=0.0 if target else 1.0,
+                       lower=target or 0.0, upper=target if target else math.inf)
+    n_cols = b.add_cols("n", n_c, cost=-cost if target else 0.0, integer=True,
+                        upper=np.array([avail[c.gpu] // c.size for c in cands], float))
+    y_cols = b.add_cols("y", n_c * n_j).reshape(n_c, n_j)
+    # capacity: sum_j y[c, j] - n[c] <= 0
+    rows = np.repeat(np.arange(n_c), n_j + 1)
+    cols = np.concatenate([np.concatenate([y_cols[c], [n_cols[c]]]) for c in range(n_c)])
+    vals = np.tile(np.concatenate([np.ones(n_j), [-1.0]]), n_c)
+    b.add_rows(n_c, rows, cols, vals, upper=0.0)
+    # service: sum_c b[c, j] y[c, j] - p_j T >= 0, per role and active range
+    for role in ROLES:
+        idx = [k for k, c in enumerate(cands) if c.role == role]
+        bmat = np.array([cands[k].rps[active] for k in idx]) / scale  # (K, J')
+        rows = np.concatenate([np.tile(np.arange(n_j), len(idx)), np.arange(n_j)])
+        cols = np.concatenate([y_cols[idx].ravel(), np.full(n_j, t_col[0])])
+        vals = np.concatenate([bmat.ravel(), -prob[active]])
+        b.add_rows(n_j, rows, cols, vals, lower=0.0)
+    # inventory per type
+    types = list(sizes)
+    rows = np.array([types.index(c.gpu) for c in cands])
+    b.add_rows(len(types), rows, n_cols, np.array([c.size for c in cands], float),
+               upper=np.array([avail[t] for t in types], float))
+    if space.budget is not None:
+        b.add_rows(1, np.zeros(n_c), n_cols, cost, upper=space.budget)
+    model = b.build()
+    out = solve_model(model, "highs", time_limit=time_limit, mip_rel_gap=mip_rel_gap)
+    seconds = time.perf_counter() - t0
+    if out.x is None:
+        why = ("no layout within the inventory and budget serves the target rate"
+               if target else "no layout within the inventory and budget serves the workload")
+        return ExactResult(out.status, (), (), 0.0, 0.0, math.inf, 0.0, seconds, n_c, dropped,
+                           f"{why} ({out.message})")
+    counts_vec = np.rint(model.block(out.x, "n")).astype(int)
+    layout, roles, counts = [], [], {}
+    for c, k in zip(cands, counts_vec, strict=True):
+        if k > 0:
+            counts[(c.gpu, c.size, c.role)] = int(k)
+            layout.extend([(c.gpu, c.size)] * int(k))
+            roles.extend([c.role] * int(k))
+    order = sorted(range(len(layout)), key=lambda i: layout[i])
+    value = float(model.block(out.x, "T")[0]) * scale
+    total_cost = float(counts_vec @ cost)
+    objective = total_cost if target else value
+    gap = out.mip_gap if math.isfinite(out.mip_gap) else math.inf
+    bound = objective * (1 - gap) if target else objective * (1 + gap)
+    if math.isinf(gap):
+        bound = math.nan
+    return ExactResult(out.status, tuple(layout[i] for i in order), tuple(roles[i] for i in order),
+                       value, bound, gap, total_cost, seconds, n_c, dropped, out.message,
+                       counts)

@@ -1,0 +1,267 @@
+"""Outer-search protocol: inventory + budget/target + evaluator -> best layout + history.
+
+The outer loop of seed 002 (§4.9) proposes *island layouts* — multisets of homogeneous
+islands ``(GPU type, size)`` — and asks the inner loop how fast each one serves the
+workload.  Every search in :mod:`planner.outer` (Bayesian optimisation over the divider
+or direct encoding, random search, the exact MILP) implements :class:`OuterSearch`
+against the same :class:`LayoutObjective`, so that their results and convergence
+histories are directly comparable (thesis Figs. 5.5-5.12).
+
+Two modes, set by :class:`SearchSpace`:
+
+* **throughput** (``target_rps is None``): maximise ``value`` = R_total, requests/s,
+  over layouts that fit the inventory and, if ``budget`` is set, cost at most
+  ``budget`` $/h.  The thesis minimises rho_max = 1 / R_total; maximising R_total is
+  the same problem with a better-conditioned objective (no pole at zero throughput).
+* **target** (``target_rps`` set): minimise $/h over layouts whose ``value`` is at
+  least ``target_rps`` (and that fit the budget if one is set).
+
+A layout *qualifies* when its score is feasible and it meets the mode's constraints;
+the *best* layout is the best qualifying one, ranked by (value, then lower cost) in
+throughput mode and by (cost, then higher value) in target mode.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from planner.errors import PlannerError
+
+Island = tuple[str, int]  # (GPU type name, island size in GPUs)
+Layout = tuple[Island, ...]  # canonical: sorted, islands of size 0 dropped
+
+# Budgets and costs are sums of a few hundred float products: compare with a tolerance
+# so that a layout costing exactly the budget is not rejected by rounding.
+COST_TOL = 1e-9
+
+
+def canonical_layout(islands: Iterable[Island]) -> Layout:
+    """The canonical form of a multiset of islands: sorted, empty islands dropped."""
+    return tuple(sorted((str(t), int(g)) for t, g in islands if int(g) > 0))
+
+
+def layout_counts(layout: Layout) -> dict[str, int]:
+    """GPUs of each type the layout uses."""
+    out: dict[str, int] = {}
+    for t, g in layout:
+        out[t] = out.get(t, 0) + g
+    return out
+
+
+@dataclass(frozen=True)
+class Score:
+    """What the inner loop says about one layout."""
+
+    value: float  # objective to maximise: R_total in requests/s (0 if infeasible)
+    cost_per_hour: float  # $/h of the GPUs the layout uses
+    feasible: bool
+    detail: object = None  # the inner result; opaque to the searches, never serialised
+
+
+class LayoutObjective(Protocol):
+    def __call__(self, layout: Layout) -> Score: ...
+
+
+@dataclass(frozen=True)
+class TypeSupply:
+    """What the search may use of one GPU type."""
+
+    name: str
+    available: int
+    price_per_hour: float
+    min_island: int = 1
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The inventory the search draws from and the mode's constraints."""
+
+    types: tuple[TypeSupply, ...]
+    budget: float | None = None  # $/h ceiling
+    target_rps: float | None = None  # if set: minimise cost subject to value >= target
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.types]
+        if not names:
+            raise PlannerError("search space: no GPU types")
+        if len(set(names)) != len(names):
+            raise PlannerError(f"search space: GPU type listed twice in {names}")
+        for t in self.types:
+            if t.available < 0:
+                raise PlannerError(f"search space: {t.name}.available must be >= 0")
+            if not (t.price_per_hour >= 0 and math.isfinite(t.price_per_hour)):
+                raise PlannerError(f"search space: {t.name}.price_per_hour must be >= 0")
+            if t.min_island < 1:
+                raise PlannerError(f"search space: {t.name}.min_island must be >= 1")
+        if self.budget is not None and not self.budget > 0:
+            raise PlannerError("search space: budget must be > 0 $/h")
+        if self.target_rps is not None and not self.target_rps > 0:
+            raise PlannerError("search space: target_rps must be > 0 requests/s")
+
+    @property
+    def prices(self) -> dict[str, float]:
+        return {t.name: t.price_per_hour for t in self.types}
+
+    @property
+    def full_cost(self) -> float:
+        """$/h of the whole inventory."""
+        return sum(t.available * t.price_per_hour for t in self.types)
+
+    @property
+    def procures(self) -> bool:
+        """Whether the search must choose how many GPUs of each type to use.
+
+        In throughput mode with an inventory that fits the budget the answer is no:
+        more GPUs never lower the weight-free throughput, so the thesis uses all of
+        them.  With a binding budget, or in target mode (where every GPU costs), yes.
+        """
+        if self.target_rps is not None:
+            return True
+        return self.budget is not None and self.full_cost > self.budget * (1 + COST_TOL)
+
+    def cost(self, layout: Layout) -> float:
+        p = self.prices
+        return sum(p[t] * g for t, g in layout)
+
+    def fits(self, layout: Layout) -> bool:
+        """Within the inventory, the minimum island sizes and the budget."""
+        supply = {t.name: t for t in self.types}
+        for t, g in layout:
+            if t not in supply or g < supply[t].min_island:
+                return False
+        for t, n in layout_counts(layout).items():
+            if n > supply[t].available:
+                return False
+        return self.budget is None or self.cost(layout) <= self.budget * (1 + COST_TOL)
+
+    def qualifies(self, score: Score) -> bool:
+        if not score.feasible:
+            return False
+        if self.budget is not None and score.cost_per_hour > self.budget * (1 + COST_TOL):
+            return False
+        return self.target_rps is None or score.value >= self.target_rps * (1 - COST_TOL)
+
+    def rank_key(self, score: Score) -> tuple[float, float]:
+        """Larger is better among qualifying scores."""
+        if self.target_rps is None:
+            return (score.value, -score.cost_per_hour)
+        return (-score.cost_per_hour, score.value)
+
+    def merit(self, score: Score | None) -> float:
+        """The figure the convergence plots show: best R_total (throughput mode, 0 when
+        nothing qualifies yet) or best $/h (target mode, +inf until the target is met)."""
+        if self.target_rps is None:
+            return 0.0 if score is None else score.value
+        return math.inf if score is None else score.cost_per_hour
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"types": [asdict(t) for t in self.types], "budget": self.budget,
+                "target_rps": self.target_rps}
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One proposal of a search, in the order the search made it."""
+
+    index: int  # 0-based proposal (trial) index
+    wall_time: float  # seconds since the search started (across resumes)
+    layout: Layout
+    value: float
+    cost: float
+    feasible: bool
+    best: float  # SearchSpace.merit of the best qualifying layout so far
+    cached: bool = False  # layout seen before in this search: not re-evaluated
+    phase: str = ""  # "sobol" | "bo" | "random" | ...
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["layout"] = [list(i) for i in self.layout]
+        d["best"] = _finite_or_none(self.best)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HistoryPoint:
+        best = d["best"]
+        return cls(index=int(d["index"]), wall_time=float(d["wall_time"]),
+                   layout=canonical_layout((t, g) for t, g in d["layout"]),
+                   value=float(d["value"]), cost=float(d["cost"]),
+                   feasible=bool(d["feasible"]),
+                   best=math.inf if best is None else float(best),
+                   cached=bool(d.get("cached", False)), phase=str(d.get("phase", "")))
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+@dataclass
+class SearchResult:
+    """Best layout found, its score, and the full convergence history."""
+
+    name: str
+    best_layout: Layout | None  # None: nothing qualified (target unmet / all infeasible)
+    best_score: Score | None
+    history: list[HistoryPoint] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    evaluations: int = 0  # distinct layouts passed to the objective in this search
+    cache_hits: int = 0  # proposals answered from the per-search cache
+    wall_time: float = 0.0  # seconds, summed over resumed sessions
+    resumed: bool = False
+
+    def best_so_far(self) -> list[float]:
+        return [h.best for h in self.history]
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.best_score
+        return {
+            "name": self.name,
+            "best_layout": None if self.best_layout is None else [list(i) for i in
+                                                                  self.best_layout],
+            "best_score": None if s is None else {
+                "value": s.value, "cost_per_hour": s.cost_per_hour, "feasible": s.feasible},
+            "history": [h.to_dict() for h in self.history],
+            "settings": self.settings,
+            "evaluations": self.evaluations,
+            "cache_hits": self.cache_hits,
+            "wall_time": self.wall_time,
+            "resumed": self.resumed,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SearchResult:
+        s = d.get("best_score")
+        lay = d.get("best_layout")
+        return cls(
+            name=str(d["name"]),
+            best_layout=None if lay is None else canonical_layout((t, g) for t, g in lay),
+            best_score=None if s is None else Score(float(s["value"]),
+                                                    float(s["cost_per_hour"]),
+                                                    bool(s["feasible"])),
+            history=[HistoryPoint.from_dict(h) for h in d.get("history", [])],
+            settings=dict(d.get("settings", {})),
+            evaluations=int(d.get("evaluations", 0)),
+            cache_hits=int(d.get("cache_hits", 0)),
+            wall_time=float(d.get("wall_time", 0.0)),
+            resumed=bool(d.get("resumed", False)),
+        )
+
+    def save(self, path: Path) -> None:
+        from planner.outer.checkpoint import atomic_write_text
+
+        atomic_write_text(Path(path), json.dumps(self.to_json(), indent=1))
+
+
+Progress = Callable[[int, int, float], None]  # (proposals done, proposals planned, best)
+
+
+class OuterSearch(Protocol):
+    name: str
+
+    def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
+               progress: Progress | None = None,
+               checkpoint: Path | None = None) -> SearchResult: ...
