@@ -74,6 +74,11 @@ class GPU:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def spec_key(self) -> tuple:
+        """The physical figures only: prices and sources do not change performance, so
+        caches keyed by this survive a price sweep."""
+        return tuple(getattr(self, f) for f in _NUMERIC_FIELDS if f != "price_per_hour")
+
 
 def _validate(values: dict[str, Any], where: str) -> GPU:
     name = str(values.get("name", "")).strip()

@@ -65,7 +65,7 @@ class PhaseTable:
 
 @dataclass(frozen=True)
 class IslandTable:
-    gpu: GPU
+    gpu: str  # type name (the table depends on its physical figures, not its price)
     size: int
     model: str
     prefill: PhaseTable
@@ -190,14 +190,14 @@ def benchmark_island(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape
                      slo: SLO = SLO(), calib: Calibration = DEFAULT_CALIBRATION,
                      configs: list[ParallelConfig] | None = None) -> IslandTable:
     """Prefill and decode tables of an island; cached by everything they depend on."""
-    key = (gpu, size, model, shape.key(), slo, calib.key(),
+    key = (gpu.spec_key(), size, model, shape.key(), slo, calib.key(),
            tuple(configs) if configs is not None else None)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
     grid = ConfigGrid.of(configs if configs is not None else enumerate_configs(size, model))
     table = IslandTable(
-        gpu, size, model.name,
+        gpu.name, size, model.name,
         _phase_table("prefill", _prefill_rps, gpu, size, model, grid, shape, slo, calib),
         _phase_table("decode", _decode_rps, gpu, size, model, grid, shape, slo, calib))
     _CACHE[key] = table

@@ -78,8 +78,9 @@ class ModelSpec:
         """Projection parameters of one attention layer."""
         h, nh = self.hidden, self.heads
         if self.is_mla:
-            q = (h * self.q_lora_rank + self.q_lora_rank * nh * (self.qk_nope_dim + self.qk_rope_dim)
-                 if self.q_lora_rank else h * nh * (self.qk_nope_dim + self.qk_rope_dim))
+            qk = self.qk_nope_dim + self.qk_rope_dim
+            q = (h * self.q_lora_rank + self.q_lora_rank * nh * qk
+                 if self.q_lora_rank else h * nh * qk)
             kv = (h * (self.kv_lora_rank + self.qk_rope_dim)
                   + self.kv_lora_rank * nh * (self.qk_nope_dim + self.v_head_dim))
             return float(q + kv + nh * self.v_head_dim * h)

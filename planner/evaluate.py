@@ -17,12 +17,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfmodel import DEFAULT_CALIBRATION, SLO, Calibration, GPU, ModelSpec, WorkloadShape
-from perfmodel import IslandTable, benchmark_island
+from perfmodel import (
+    DEFAULT_CALIBRATION,
+    GPU,
+    SLO,
+    Calibration,
+    IslandTable,
+    ModelSpec,
+    WorkloadShape,
+    benchmark_island,
+)
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
 from planner.inner.result import InnerResult
-from planner.outer.protocol import Layout, Score
+from planner.outer.protocol import Layout, Score, canonical_layout
 from planner.workload import Ranges, Workload
 
 OBJECTIVES = ("sustained", "thesis")
@@ -127,7 +135,7 @@ class LayoutEvaluator:
         return float(sum(self.context.gpus[g].price_per_hour * n for g, n in layout))
 
     def __call__(self, layout: Layout) -> Score:
-        layout = canonical(layout)
+        layout = canonical_layout(layout)
         hit = self._scores.get(layout)
         if hit is not None:
             self.cache_hits += 1
@@ -143,7 +151,3 @@ class LayoutEvaluator:
         self._scores[layout] = score
         return score
 
-
-def canonical(layout: Iterable[tuple[str, int]]) -> Layout:
-    """Sorted, without empty islands: equal layouts share one cache entry."""
-    return tuple(sorted((str(g), int(n)) for g, n in layout if int(n) > 0))

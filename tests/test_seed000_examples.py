@@ -13,7 +13,7 @@ import pytest
 
 from planner.inner.blocks.bounds import bound_17
 from planner.inner.blocks.bruteforce import brute_force
-from planner.inner.blocks.cg_bprr import cg_bp, cg_bprr, conservative_counts
+from planner.inner.blocks.cg_bprr import cg_bp, cg_bprr, conservative_counts, session_capacity
 from planner.inner.blocks.instance import Instance
 from planner.inner.blocks.milp import solve_milp
 from planner.inner.blocks.online import simulate
@@ -114,6 +114,17 @@ def test_cg_bp_counts_move_away_outside_that_range() -> None:
     inst = bloom_instance([86.13, 8.2], 1)
     assert conservative_counts(inst, 85).tolist() == [42, 4]
     assert conservative_counts(inst, 92).tolist() == [40, 3]
+
+
+def test_remark2_21_sessions_with_53_blocks_on_an_80gb_a100() -> None:
+    """Remark 2: 53 blocks on an A100 (80 GB) leave room for 21 sessions at (20, 128).
+
+    The guide could not reproduce 21 from the code's effective M = 79.13 GB (19 sessions);
+    eq. (15) with the physical 80 GB gives exactly 21.
+    """
+    for memory_gb, sessions in ((80.0, 21), (79.13, 19)):
+        inst = bloom_instance([memory_gb], 1)
+        assert session_capacity(inst, np.array([53])).tolist() == [sessions]
 
 
 def test_clustered_branch_two_a100_chain_times() -> None:

@@ -167,3 +167,18 @@ def test_plan_is_deterministic() -> None:
     b = solve_blocks(islands(), MODEL, Load(concurrency=5))
     assert a == b
     assert np.isfinite(a.throughput_rps) and a.throughput_rps > 0
+
+
+def test_milp_refuses_large_instances_with_a_user_error() -> None:
+    with pytest.raises(PlannerError, match="milp"):
+        solve_blocks(islands(), MODEL, Load(concurrency=2000), method="milp")
+
+
+def test_petals_plan_depends_only_on_the_seed() -> None:
+    a = solve_blocks(islands(), MODEL, Load(concurrency=3), method="petals", seed=4)
+    b = solve_blocks(islands(), MODEL, Load(concurrency=3), method="petals", seed=4)
+    assert a == b
+    firsts = {tuple(b.first_block for b in solve_blocks(islands(), MODEL, Load(concurrency=3),
+                                                        method="petals", seed=s).placement)
+              for s in range(6)}
+    assert len(firsts) > 1  # the random join order matters (§4.2)

@@ -8,6 +8,7 @@ import typer
 from typer.exceptions import TyperException
 
 from planner.cli import perf as perf_cmd
+from planner.cli import report as report_cmd
 from planner.cli import workload as workload_cmd
 from planner.errors import PlannerError
 
@@ -19,6 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("perf")(perf_cmd.perf)
+app.command("report")(report_cmd.report)
 app.add_typer(workload_cmd.app, name="workload")
 
 

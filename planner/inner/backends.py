@@ -139,12 +139,14 @@ def build_pulp(model: SparseMILP):  # -> pulp.LpProblem
 
     prob = pulp.LpProblem("inner", pulp.LpMaximize)
     names = model.col_names()
+    # pulp >= 3.3 creates variables through the problem (the PuLP 4.0 API).
+    new_var = getattr(prob, "add_variable", None) or pulp.LpVariable
     xs = [
-        pulp.LpVariable(
+        new_var(
             names[k],
-            lowBound=None if math.isinf(model.col_lower[k]) else float(model.col_lower[k]),
-            upBound=None if math.isinf(model.col_upper[k]) else float(model.col_upper[k]),
-            cat=pulp.LpInteger if model.integer[k] else pulp.LpContinuous,
+            None if math.isinf(model.col_lower[k]) else float(model.col_lower[k]),
+            None if math.isinf(model.col_upper[k]) else float(model.col_upper[k]),
+            pulp.LpInteger if model.integer[k] else pulp.LpContinuous,
         )
         for k in range(model.n_cols)
     ]
@@ -180,7 +182,7 @@ def _solve_pulp(
     t0 = time.perf_counter()
     prob, xs = build_pulp(model)
     if backend == "cbc":
-        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=mip_rel_gap)
+        solver = _cbc(time_limit, mip_rel_gap)
     else:
         solver = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=mip_rel_gap, threads=1)
     try:
@@ -201,3 +203,19 @@ def _solve_pulp(
         return SolveOutcome("error", None, math.nan, seconds, pulp.LpStatus[prob.status])
     x = np.array([v.varValue if v.varValue is not None else 0.0 for v in xs], dtype=float)
     return SolveOutcome(status, x, float(model.cost @ x), seconds, pulp.LpStatus[prob.status])
+
+
+def _cbc(time_limit: float | None, gap: float | None):
+    """CBC through pulp: a system ``cbc`` (``COIN_CMD``) if installed, else the binary
+    bundled with pulp (``PULP_CBC_CMD``, deprecated for PuLP 4.0 but shipped in 3.x)."""
+    import warnings
+
+    import pulp
+
+    kw = {"msg": False, "timeLimit": time_limit, "gapRel": gap}
+    coin = pulp.COIN_CMD(**kw)
+    if coin.available():
+        return coin
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return pulp.PULP_CBC_CMD(**kw)

@@ -145,7 +145,7 @@ def _per_island(
     return xp, xd, roles
 
 
-ROOT_ROUNDS = 2
+ROOT_ROUNDS = 0
 
 
 def _tighten_root(h, idx, ncols, bp, bd, p, k, lo, hi, *, rounds: int) -> int:

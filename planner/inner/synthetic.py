@@ -53,6 +53,29 @@ def random_layout(
     return tuple(_spec(g, n) for g, n in pairs)
 
 
+def divider_layout(
+    inventory: dict[str, int], islands_per_type: dict[str, int], seed: int, *,
+    min_size: int = 2, skew_range: float = 5.0,
+) -> tuple[IslandSpec, ...]:
+    """Layouts like the outer loop's *divider* encoding (seed 002 §4.9.2): each type's
+    GPUs are cut into islands of at least ``min_size``; the remainder is spread with
+    weights ``k ** skew`` (``skew`` drawn uniformly in ``[-skew_range, skew_range]``), so
+    island sizes are mostly distinct.  For benchmarks only; not the outer loop's code."""
+    rng = np.random.default_rng(seed)
+    out: list[tuple[str, int]] = []
+    for gpu, total in inventory.items():
+        n = min(islands_per_type[gpu], total // min_size)
+        if n <= 0:
+            continue
+        skew = float(rng.uniform(-skew_range, skew_range))
+        w = np.arange(1, n + 1, dtype=float) ** skew
+        extra = total - n * min_size
+        share = np.floor(extra * w / w.sum()).astype(int)
+        share[np.argmax(w)] += extra - share.sum()
+        out += [(gpu, min_size + int(e)) for e in share]
+    return tuple(_spec(g, n) for g, n in sorted(out))
+
+
 def _spec(gpu: str, size: int) -> IslandSpec:
     return IslandSpec(gpu, size, prefill_config=f"tp{size}", decode_config=f"tp1·dp{size}",
                       prefill_batch=1, decode_batch=0)
@@ -70,7 +93,7 @@ def lognormal_pmf(n_lengths: int, *, median: float = 1500.0, sigma: float = 0.9)
 
 def tables(
     islands: tuple[IslandSpec, ...], lengths: np.ndarray, *, d_mean: float = 200.0,
-    d_max: float = 1000.0, noise: np.ndarray | None = None,
+    d_max: float = 1000.0, noise: np.ndarray | None = None, weights_gb: float = WEIGHTS_GB,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(prefill_rps, decode_rps), shape ``(I, len(lengths))``, at the given lengths."""
     s = np.maximum(np.asarray(lengths, dtype=float), 1.0)
@@ -78,7 +101,7 @@ def tables(
     bw = np.array([GPU_TYPES[i.gpu][1] for i in islands])[:, None]
     mem = np.array([GPU_TYPES[i.gpu][2] for i in islands])[:, None]
     n = np.array([i.size for i in islands], dtype=float)[:, None]
-    free_gb = n * mem - WEIGHTS_GB
+    free_gb = n * mem - weights_gb
     fits = free_gb > 0
     L = np.array([GPU_TYPES[i.gpu][3] for i in islands])[:, None]
     comm = COMM_TOKENS_PER_DOUBLING * np.log2(n)
@@ -103,6 +126,7 @@ def synthetic_problem(
     noise: float = 0.0,
     d_mean: float = 200.0,
     max_len: int = 8192,
+    weights_gb: float = WEIGHTS_GB,
 ) -> tuple[InnerProblem, FullResolution]:
     """Range-level problem and full-resolution tables for a layout.
 
@@ -120,11 +144,30 @@ def synthetic_problem(
     mean_in = (pmf * lens).reshape(n_ranges, W).sum(axis=1) / np.where(p > 0, p, 1.0)
     rng = np.random.default_rng(seed)
     fac = 1.0 + noise * rng.uniform(-1.0, 1.0, len(islands)) if noise > 0 else None
-    bp, bd = tables(islands, mid, d_mean=d_mean, noise=fac)
-    fp, fd = tables(islands, lens, d_mean=d_mean, noise=fac)
+    bp, bd = tables(islands, mid, d_mean=d_mean, noise=fac, weights_gb=weights_gb)
+    fp, fd = tables(islands, lens, d_mean=d_mean, noise=fac, weights_gb=weights_gb)
     problem = InnerProblem(
         islands=islands, range_prob=p, range_start=start, range_end=end, range_mid=mid,
         prefill_rps=bp, decode_rps=bd, mean_input_tokens=np.where(p > 0, mean_in, mid),
         decode_mean=d_mean,
     )
     return problem, FullResolution(pmf=pmf, prefill_rps=fp, decode_rps=fd)
+
+
+def problem_from_tables(
+    prefill: np.ndarray, decode: np.ndarray, prob: np.ndarray, *, width: int = 1,
+    islands: tuple[IslandSpec, ...] | None = None, decode_mean: float = 100.0,
+) -> InnerProblem:
+    """An :class:`InnerProblem` straight from ``(I, J)`` tables and ``p`` (small hand-made
+    cases): ranges ``[j*width, (j+1)*width)``, islands ``X0, X1, ...`` of size 1."""
+    prefill = np.asarray(prefill, dtype=float)
+    decode = np.asarray(decode, dtype=float)
+    n_i, n_j = prefill.shape
+    start = np.arange(n_j) * width
+    if islands is None:
+        islands = tuple(IslandSpec(f"X{i}", 1) for i in range(n_i))
+    return InnerProblem(
+        islands=islands, range_prob=np.asarray(prob, dtype=float), range_start=start,
+        range_end=start + width, range_mid=start + width // 2, prefill_rps=prefill,
+        decode_rps=decode, decode_mean=decode_mean,
+    )

@@ -182,3 +182,51 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
     return ExactResult(out.status, tuple(layout[i] for i in order), tuple(roles[i] for i in order),
                        value, bound, gap, total_cost, seconds, n_c, dropped, out.message,
                        counts)
+
+
+class ExactSearch:
+    """The exact MILP behind the :class:`~planner.outer.protocol.OuterSearch` protocol.
+
+    It needs the per-(type, size) range tables, not just a layout score, so the
+    objective must be a :class:`planner.evaluate.LayoutEvaluator`.  Its one "history"
+    point is the optimum; ``settings`` records the bound, gap and status.
+    """
+
+    name = "exact"
+
+    def __init__(self, time_limit: float = 60.0, mip_rel_gap: float = 1e-4) -> None:
+        self.time_limit = time_limit
+        self.mip_rel_gap = mip_rel_gap
+        self.last: ExactResult | None = None
+
+    def solve(self, space: SearchSpace, evaluator, progress=None) -> ExactResult:
+        sizes = candidate_sizes(space)
+        total = sum(len(v) for v in sizes.values())
+        tables, done = {}, 0
+        for gpu, options in sizes.items():
+            for g in options:
+                tables[(gpu, g)] = evaluator.range_tables(gpu, g)
+                done += 1
+                if progress:
+                    progress(done, total, 0.0)
+        self.last = solve_exact(space, tables, np.asarray(evaluator.context.ranges.prob),
+                                time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap)
+        return self.last
+
+    def search(self, space: SearchSpace, objective, *, seed: int = 0, progress=None,
+               checkpoint=None):
+        from planner.outer.protocol import HistoryPoint, SearchResult
+
+        t0 = time.perf_counter()
+        res = self.solve(space, objective, progress)
+        settings = {"status": res.status, "bound": res.bound, "gap": res.gap,
+                    "candidates": res.candidates, "pruned": res.pruned,
+                    "time_limit": self.time_limit, "message": res.message}
+        if not res.layout:
+            return SearchResult(self.name, None, None, [], settings, 0, 0,
+                                time.perf_counter() - t0)
+        score = objective(res.layout)
+        wall = time.perf_counter() - t0
+        point = HistoryPoint(0, wall, res.layout, score.value, score.cost_per_hour,
+                             score.feasible, space.merit(score), phase="exact")
+        return SearchResult(self.name, res.layout, score, [point], settings, 1, 0, wall)

@@ -87,10 +87,13 @@ def waiting_time(slots: int, done: np.ndarray, held: np.ndarray, t: float,
 def link_waits(inst: Instance, placement: Placement, state: OnlineState, t: float) -> np.ndarray:
     """``t^W_ij(t)`` for every link, ``(S+1, S)`` (row ``S`` = S-client); ``inf`` if unusable."""
     ok, k = link_matrix(placement, inst.n_blocks)
-    waits = np.full(ok.shape, INF)
+    # Idle servers (the common case below |R|) need no sort: wait 0 if the slots suffice.
+    waits = np.where(ok & (k <= placement.cache_slots[None, :]), 0.0, INF)
     for j in np.flatnonzero(ok.any(axis=0)):
-        rows = np.flatnonzero(ok[:, j])
         done, held = state.active(int(j), t)
+        rows = np.flatnonzero(ok[:, j])
+        if placement.cache_slots[j] - held.sum() >= k[rows, j].max():
+            continue  # room for every incoming link right now
         waits[rows, j] = waiting_time(int(placement.cache_slots[j]), done, held, t, k[rows, j])
     return waits
 
@@ -162,7 +165,6 @@ def simulate(
     routes: list[Route | None] = []
     completions: list[float] = []
     peak = 0
-    _, k_mat = link_matrix(placement, inst.n_blocks)
     for r in np.argsort(arrival, kind="stable"):
         t, c = float(arrival[r]), int(clients[r])
         peak = max(peak, 1 + sum(1 for x in completions if x > t))
@@ -171,9 +173,10 @@ def simulate(
             routes.append(None)
             continue
         route = make_route(placement, c, path)
-        waits = link_waits(inst, placement, state, t)
-        prev = [inst.n_servers, *path[:-1]]
-        raw = float(max(waits[i, j] for i, j in zip(prev, path, strict=True)))
+        # (A.5): the chain starts when its slowest link has room.
+        raw = max(float(waiting_time(int(placement.cache_slots[j]), *state.active(j, t), t,
+                                     np.array([k]))[0])
+                  for j, k in zip(route.servers, route.blocks, strict=True))
         if not np.isfinite(raw):
             routes.append(None)
             continue

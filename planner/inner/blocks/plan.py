@@ -69,6 +69,13 @@ class PipelinePlan:
     ``lower_bound_b8`` is a valid lower bound on any method's ``mean_per_token_s``
     under the instance objective (Lemma B.1).  ``simulated_*`` come from an online
     simulation (Alg. 2 for CG-BPRR) when requested, else ``None``.
+
+    For PETALS the design requests are routed one after another as if they arrived
+    together; those that find no cache wait (eq. (20)) and ``mean_response_s`` /
+    ``mean_ttft_s`` include the mean wait, so ``feasible`` only means "every block is
+    placed and every request got a chain".  ``utilisation`` is
+    ``arrival_rate · mean_response_s / concurrency_capacity`` (Little's law); above 1
+    the placement cannot keep up without queueing.
     """
 
     method: str

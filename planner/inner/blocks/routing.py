@@ -1,4 +1,4 @@
-"""Placements, feasible chains and shortest-path routing (seed 000 §3.1, Lemma 3.1, Alg. 1 l. 10–13).
+"""Placements, feasible chains, shortest-path routing (seed 000 §3.1, Lemma 3.1, Alg. 1 l. 10–13).
 
 A placement gives each server ``j`` a first block ``a_j`` (1-based, as in the paper)
 and a count ``m_j``; ``m_j = 0`` means the server holds nothing.  With the dummy

@@ -132,8 +132,11 @@ def solve_instance(
         else:
             notes.append(f"CG-BP infeasible at |R|={design}: condition (18) fails")
     elif method == "milp":
-        res_m = solve_milp(design_inst, allow_idle=allow_idle, solver=milp_solver,
-                           time_limit_s=milp_time_limit_s)
+        try:
+            res_m = solve_milp(design_inst, allow_idle=allow_idle, solver=milp_solver,
+                               time_limit_s=milp_time_limit_s)
+        except ValueError as exc:  # too large for the exact model: a configuration mistake
+            raise PlannerError(f"blocks solver: method 'milp' {exc}") from None
         notes.append(f"MILP (13) status {res_m.status}, {res_m.runtime_s:.3f} s")
         if res_m.placement is not None:
             placement = res_m.placement

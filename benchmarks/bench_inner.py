@@ -1,0 +1,175 @@
+"""Inner-loop benchmark: solve time per layout and formulation x back-end (issue 4, item 7).
+
+Seeded synthetic tables (:mod:`planner.inner.synthetic`) at 64 ranges x 32 islands, three
+layout families:
+
+* ``repeated`` -- random (type, size) pairs from 4 GPU types x {8, 16, 32}: identical
+  islands repeat, as in the thesis's Table 5.2 layouts;
+* ``divider``  -- the outer loop's divider encoding (§4.9.2): mostly distinct sizes;
+* ``distinct`` -- ``repeated`` with every island's tables perturbed by +-5 %: no two
+  islands alike (stress case for the pooling).
+
+Run ``python benchmarks/bench_inner.py`` (default set), ``--quick`` (fewer layouts,
+no CBC on the thesis MILP), ``--sweep`` (the thesis M / tau sweep of docs/inner.md) or
+``--compare`` (thesis vs weight-free rates on the same layouts).  Every figure
+printed is measured on this machine; timings are wall-clock per solve (model build +
+solve + result), median over repeats, then summarised over layouts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from planner.inner import MaxRateMILP, ThesisMILP  # noqa: E402
+from planner.inner.backends import build_pulp  # noqa: E402
+from planner.inner.synthetic import (  # noqa: E402
+    divider_layout,
+    random_layout,
+    synthetic_problem,
+)
+
+INVENTORY = {"B300": 64, "H200": 128, "H800": 128, "H20": 256}
+PER_TYPE = {"B300": 4, "H200": 8, "H800": 8, "H20": 12}
+
+
+def layouts(family: str, n: int, *, islands: int = 32, ranges: int = 64):
+    for seed in range(n):
+        if family == "repeated":
+            yield synthetic_problem(random_layout(islands, seed), ranges, seed=seed)[0]
+        elif family == "distinct":
+            yield synthetic_problem(random_layout(islands, seed), ranges, seed=seed,
+                                    noise=0.05)[0]
+        elif family == "divider":
+            yield synthetic_problem(divider_layout(INVENTORY, PER_TYPE, seed), ranges,
+                                    seed=seed, weights_gb=300.0)[0]
+        else:
+            raise ValueError(family)
+
+
+def time_solver(solver, problems, repeats: int):
+    per_layout, statuses, results = [], [], []
+    for prob in problems:
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            res = solver.solve(prob)
+            times.append(time.perf_counter() - t0)
+        per_layout.append(statistics.median(times))
+        statuses.append(res.status)
+        results.append(res)
+    return per_layout, statuses, results
+
+
+def fmt(times):
+    ms = np.array(times) * 1e3
+    return (f"median {np.median(ms):8.1f} ms   p90 {np.percentile(ms, 90):8.1f}   "
+            f"max {ms.max():8.1f}")
+
+
+def bench(args) -> None:
+    families = ["repeated", "divider", "distinct"]
+    print(f"# inner solve time, {args.islands} islands x {args.ranges} ranges, "
+          f"{args.layouts} layouts/family, {args.repeats} repeats")
+    MaxRateMILP().solve(next(layouts("repeated", 1)))  # warm-up (imports, HiGHS init)
+    configs = [
+        ("maxrate", "bc", MaxRateMILP(solver="bc"), args.layouts, args.repeats),
+        ("maxrate", "highs", MaxRateMILP(solver="highs"), args.layouts, 1),
+        ("maxrate", "pulp-highs", MaxRateMILP(solver="pulp-highs"), args.slow_layouts, 1),
+        ("maxrate", "cbc", MaxRateMILP(solver="cbc", time_limit=args.time_limit),
+         args.slow_layouts, 1),
+        ("thesis", "highs", ThesisMILP(solver="highs", time_limit=args.time_limit),
+         args.thesis_layouts, 1),
+        ("thesis", "pulp-highs", ThesisMILP(solver="pulp-highs", time_limit=args.time_limit),
+         args.thesis_layouts, 1),
+    ]
+    if not args.quick:
+        configs.append(("thesis", "cbc", ThesisMILP(solver="cbc", time_limit=args.time_limit),
+                        args.thesis_layouts, 1))
+    for family in families:
+        print(f"\n## {family}")
+        for form, backend, solver, n, reps in configs:
+            probs = list(layouts(family, n, islands=args.islands, ranges=args.ranges))
+            times, statuses, _ = time_solver(solver, probs, reps)
+            counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+            print(f"{form:8s} {backend:11s} n={n:2d}  {fmt(times)}  {counts}", flush=True)
+    # Model-building overhead: numpy CSR (what "highs"/"bc" pass) vs a pulp model.
+    print("\n## model build only (repeated family)")
+    for form, solver in (("maxrate", MaxRateMILP()), ("thesis", ThesisMILP())):
+        probs = list(layouts("repeated", 5, islands=args.islands, ranges=args.ranges))
+        t_np, t_pulp = [], []
+        for prob in probs:
+            t0 = time.perf_counter()
+            model = solver.build(prob)
+            t_np.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            build_pulp(model)
+            t_pulp.append(time.perf_counter() - t0)
+        print(f"{form:8s} numpy {np.median(t_np) * 1e3:7.2f} ms   pulp rebuild "
+              f"{np.median(t_pulp) * 1e3:7.1f} ms   ({model.n_cols} cols, {model.n_rows} rows)")
+
+
+def compare(args) -> None:
+    """Both formulations on the same layouts: rates at range resolution."""
+    print("# thesis MILP (defaults) vs weight-free max rate, same layouts")
+    print("family    seed  T*(maxrate)  thesis R_total  thesis R_sustained  ratio  D_total")
+    for family in ("repeated", "divider"):
+        for seed, prob in enumerate(layouts(family, args.thesis_layouts, islands=args.islands,
+                                            ranges=args.ranges)):
+            best = MaxRateMILP().solve(prob)
+            th = ThesisMILP(time_limit=args.time_limit).solve(prob)
+            print(f"{family:9s} {seed:4d} {best.extra['T']:12.2f} {th.R_total:15.2f} "
+                  f"{th.R_sustained:19.2f} {th.R_sustained / best.extra['T']:6.3f} "
+                  f"{th.D_total:8.2f}  [{th.status}]", flush=True)
+
+
+def sweep(args) -> None:
+    """Thesis M / tau sweep behind the defaults (thesis_milp module docstring)."""
+    probs = [synthetic_problem(random_layout(12, 100 + s, sizes=(8, 16, 32)), 24)[0]
+             for s in range(10)]
+    best = [MaxRateMILP(mip_rel_gap=1e-7).solve(p).extra["T"] for p in probs]
+    print("# sustained rate of the thesis solution / T*, 10 layouts of 12 islands x 24 ranges")
+    for M in (0.5, 1.0, 2.0, 4.0, 10.0):
+        for tau in (0.0, 0.01, 0.02, 0.05, 0.1, 0.2):
+            ratios, dev = [], []
+            for prob, t in zip(probs, best, strict=True):
+                res = ThesisMILP(M=M, tau=tau, time_limit=args.time_limit).solve(prob)
+                ratios.append(res.R_sustained / t)
+                dev.append(res.D_total / t)
+            print(f"M={M:5.1f} tau={tau:4.2f}  mean {np.mean(ratios):.3f}  "
+                  f"min {np.min(ratios):.3f}  D_total/T* {np.mean(dev):.3f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--islands", type=int, default=32)
+    ap.add_argument("--ranges", type=int, default=64)
+    ap.add_argument("--layouts", type=int, default=10, help="layouts per family")
+    ap.add_argument("--slow-layouts", type=int, default=4,
+                    help="layouts per family for the pulp back-ends")
+    ap.add_argument("--thesis-layouts", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--compare", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.layouts, args.slow_layouts, args.thesis_layouts, args.repeats = 4, 2, 1, 3
+    if args.sweep:
+        sweep(args)
+    elif args.compare:
+        compare(args)
+    else:
+        bench(args)
+
+
+if __name__ == "__main__":
+    main()

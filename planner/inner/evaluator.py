@@ -1,0 +1,155 @@
+"""Re-evaluate an inner solution at full input-length resolution (seed 002 §5.2.2).
+
+The solver sees each range ``j`` through its midpoint throughput ``b_ij`` and mass
+``p_j``; the evaluator replays the same shares against the exact per-length tables of
+:class:`~planner.inner.problem.FullResolution` and the true :math:`p(s\\mid w)`.
+
+How a range's share reaches its lengths
+---------------------------------------
+Island ``i`` spends the fraction :math:`x_{ij}` of its time on range ``j``
+(time-share reading of §4.8.1, where :math:`R_j = \\sum_i b_{ij} x_{ij}`).  Within the
+range that time is split in proportion to the workload, :math:`w(s) = p(s)/P_j` with
+:math:`P_j = \\sum_{s \\in j} p(s)` (uniform if :math:`P_j = 0`), so length ``s`` is
+served at
+
+.. math::
+
+    \\text{model}(s) = w(s) \\sum_i b_{ij} x_{ij}, \\qquad
+    \\text{evaluated}(s) = w(s) \\sum_i b_i(s)\\, x_{ij}
+
+requests/s: the model assumes every length runs at the midpoint's speed, the
+evaluator uses each length's own speed.  With ranges of width 1 the two coincide,
+and summing ``model(s)`` over a range gives back the solver's :math:`R_j`.
+
+§4.4.2 writes the expected throughput as :math:`\\sum_i\\sum_s x_i(s) R^{(i)}(s)
+p(s\\mid w)`, which weights by ``p`` on top of shares that already follow the mix and
+is not the quantity the MILP of §4.8.1 maximises; we use the time-share reading so
+that "model" and "evaluated" differ only by resolution (the oscillation of Fig. 5.4).
+
+Totals returned
+---------------
+* ``R_prefill``/``R_decode`` :math:`= \\sum_s \\text{evaluated}(s)` and ``R_total`` =
+  their minimum: the thesis's weighted-sum figures (§4.4.1, §5.2.2).
+* ``R_sustained`` :math:`= \\min_\\phi \\min_{s: p(s) > 0} \\text{evaluated}_\\phi(s) / p(s)`:
+  the largest arrival rate ``T`` for which every length's demand :math:`p(s)T` is
+  served in both phases.  It is at most ``R_total``; lengths shorter than a range's
+  midpoint are over-served and longer ones under-served, and the worst one sets it.
+* ``D_total`` at full resolution: :math:`\\sum_s |e_P(s) - p(s)R_P| + |e_D(s) - p(s)R_D|
+  + |e_D(s) - e_P(s)|` (constraints 4-7 of §4.8.1 per length instead of per range).
+
+Lengths outside every range carry no capacity; their probability is reported as
+``uncovered_prob`` and they are left out of ``R_sustained`` (which would otherwise
+be 0 whenever the ranges, cut at ``floor(|S|/W) * W`` in §4.6.3, drop a tail).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from planner.inner.problem import FullResolution, InnerProblem
+from planner.inner.result import InnerResult
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Full-resolution figures of one inner result; per-length arrays have length S."""
+
+    pmf: np.ndarray
+    model_prefill: np.ndarray
+    eval_prefill: np.ndarray
+    model_decode: np.ndarray
+    eval_decode: np.ndarray
+    R_prefill: float
+    R_decode: float
+    R_total: float
+    T_prefill: float
+    T_decode: float
+    R_sustained: float
+    model_R_total: float
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+    total_tokens_per_s: float
+    sustained_tokens_per_s: float
+    D_total: float
+    uncovered_prob: float
+
+    def to_dict(self) -> dict:
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                for k, v in asdict(self).items()}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def plot_data(self) -> dict[str, np.ndarray]:
+        """Series of a Fig. 5.4-style plot: model vs evaluated throughput per length,
+        and the workload trace scaled to the thesis's ``R_total``."""
+        return {
+            "length": np.arange(self.pmf.shape[0]),
+            "model_prefill": self.model_prefill,
+            "eval_prefill": self.eval_prefill,
+            "model_decode": self.model_decode,
+            "eval_decode": self.eval_decode,
+            "trace": self.pmf * self.R_total,
+        }
+
+
+def evaluate(result: InnerResult, problem: InnerProblem, full: FullResolution) -> Evaluation:
+    """Replay ``result``'s shares at every length of ``full`` (module docstring)."""
+    S = full.pmf.shape[0]
+    I, J = problem.n_islands, problem.n_ranges
+    if full.prefill_rps.shape[0] != I or len(result.islands) != I:
+        raise ValueError("evaluate: result, problem and full tables disagree on islands")
+    pmf = full.pmf
+    s = np.arange(S)
+    # Range index of every length (-1 outside all ranges).
+    rng = np.full(S, -1)
+    for j in range(J):
+        a = max(int(problem.range_start[j]), 0)
+        b = min(int(problem.range_end[j]), S)
+        rng[a:b] = j
+    covered = rng >= 0
+    r = np.where(covered, rng, 0)
+    mass = np.bincount(r[covered], weights=pmf[covered], minlength=J)
+    width = np.bincount(r[covered], minlength=J).astype(float)
+    w = np.where(mass[r] > 0, pmf / np.where(mass[r] > 0, mass[r], 1.0),
+                 1.0 / np.maximum(width[r], 1.0))
+    w = np.where(covered, w, 0.0)
+
+    xp = result.shares("prefill")  # (I, J)
+    xd = result.shares("decode")
+    eval_p = w * np.einsum("is,is->s", full.prefill_rps, xp[:, r])
+    eval_d = w * np.einsum("is,is->s", full.decode_rps, xd[:, r])
+    model_p = w * np.asarray(result.prefill_rps)[r]
+    model_d = w * np.asarray(result.decode_rps)[r]
+
+    R_p, R_d = float(eval_p.sum()), float(eval_d.sum())
+    need = covered & (pmf > 0)
+    T_p = float(np.min(eval_p[need] / pmf[need])) if np.any(need) else 0.0
+    T_d = float(np.min(eval_d[need] / pmf[need])) if np.any(need) else 0.0
+    sustained = min(T_p, T_d)
+    dev = np.abs(eval_p - pmf * R_p) + np.abs(eval_d - pmf * R_d) + np.abs(eval_d - eval_p)
+    per_request = float(pmf @ s) + problem.decode_mean
+    R_total = min(R_p, R_d)
+    return Evaluation(
+        pmf=pmf,
+        model_prefill=model_p,
+        eval_prefill=eval_p,
+        model_decode=model_d,
+        eval_decode=eval_d,
+        R_prefill=R_p,
+        R_decode=R_d,
+        R_total=R_total,
+        T_prefill=T_p,
+        T_decode=T_d,
+        R_sustained=sustained,
+        model_R_total=result.R_total,
+        prefill_tokens_per_s=float(eval_p @ s),
+        decode_tokens_per_s=R_d * problem.decode_mean,
+        total_tokens_per_s=R_total * per_request,
+        sustained_tokens_per_s=sustained * per_request,
+        D_total=float(dev.sum()),
+        uncovered_prob=float(pmf[~covered].sum()),
+    )

@@ -1,0 +1,211 @@
+"""`make_plan`: inventory + budget + model + workload -> the plan and its comparisons.
+
+Pure orchestration (no files, no terminal): build the planning context, run the outer
+search with the chosen inner solver, re-solve the winner, evaluate it at full length
+resolution (§5.2.2), and compute what a buyer compares it with — the best homogeneous
+plan of each GPU type at the same budget, and the exact optimum of the model (the BO's
+optimality gap).  ``planner.report`` turns a :class:`Plan` into files.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from perfmodel import SLO, get_model
+from planner.errors import NoPlanError, PlannerError
+from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.inner import make_inner_solver
+from planner.inner.evaluator import Evaluation, evaluate
+from planner.inner.result import InnerResult
+from planner.inventory import Inventory
+from planner.outer import make_search
+from planner.outer.exact import ExactResult, ExactSearch
+from planner.outer.protocol import Layout, SearchResult, SearchSpace, TypeSupply, layout_counts
+from planner.workload import load_workload, make_ranges
+
+SCHEMA_VERSION = 1
+
+# Progress callback: (step name, done, total)
+StepProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    inventory: Inventory
+    model: str = "deepseek-v3"
+    workload: str = "azure-conv-2023"
+    budget: float | None = None
+    target_rps: float | None = None
+    search: str = "divider"
+    inner: str = "maxrate"
+    seed: int = 0
+    ranges: int = 32
+    slo: SLO = SLO()
+    search_options: dict[str, Any] = field(default_factory=dict)
+    compare_homogeneous: bool = True
+    compare_exact: bool = True
+    exact_time_limit: float = 60.0
+
+    def space(self, inventory: Inventory | None = None) -> SearchSpace:
+        inv = inventory or self.inventory
+        return SearchSpace(tuple(TypeSupply(e.name, e.count, e.price_per_hour, e.min_island)
+                                 for e in inv.entries if e.count > 0),
+                           self.budget, self.target_rps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"inventory": self.inventory.to_dict(), "model": self.model,
+                "workload": self.workload, "budget": self.budget,
+                "target_rps": self.target_rps, "search": self.search, "inner": self.inner,
+                "seed": self.seed, "ranges": self.ranges,
+                "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},
+                "search_options": self.search_options}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The best plan of one kind (a single GPU type, or the exact optimum)."""
+
+    label: str
+    layout: Layout
+    value: float  # requests/s
+    cost_per_hour: float
+    status: str
+    bound: float = math.nan
+    gap: float = math.nan
+
+
+@dataclass
+class Plan:
+    request: PlanRequest
+    layout: Layout
+    result: InnerResult
+    evaluation: Evaluation
+    search: SearchResult
+    homogeneous: list[Baseline]
+    exact: Baseline | None
+    context: PlanningContext
+    seconds: dict[str, float]
+
+    @property
+    def value(self) -> float:
+        return float(self.result.R_sustained)
+
+    @property
+    def cost_per_hour(self) -> float:
+        return sum(self.context.gpus[g].price_per_hour * n for g, n in self.layout)
+
+    @property
+    def gpus_used(self) -> dict[str, int]:
+        return layout_counts(self.layout)
+
+    @property
+    def best_homogeneous(self) -> Baseline | None:
+        ok = [b for b in self.homogeneous if b.value > 0]
+        return max(ok, key=lambda b: b.value) if ok else None
+
+    @property
+    def bo_gap(self) -> float | None:
+        """(exact optimum - this plan) / exact optimum, if the exact solve ran."""
+        if self.exact is None or not self.exact.value > 0:
+            return None
+        return (self.exact.value - self.value) / self.exact.value
+
+
+def _context(req: PlanRequest) -> PlanningContext:
+    model = get_model(req.model)
+    workload = load_workload(req.workload)
+    if req.ranges < 1:
+        raise PlannerError(f"--ranges must be >= 1, got {req.ranges}")
+    ranges = make_ranges(workload, count=req.ranges)
+    return PlanningContext(model, workload, ranges,
+                           {e.name: e.gpu for e in req.inventory.entries}, req.slo)
+
+
+def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: float,
+                    progress: StepProgress | None, step: str) -> Baseline:
+    exact = ExactSearch(time_limit=limit)
+    res: ExactResult = exact.solve(space, ev, None if progress is None else
+                                   (lambda d, t, _b: progress(step, d, t)))
+    value = ev(res.layout).value if res.layout else 0.0
+    return Baseline(label, res.layout, value, res.cost_per_hour, res.status, res.bound, res.gap)
+
+
+def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
+    """Why no plan exists, and what would make one: the cheapest island that serves the
+    model for both phases, per type."""
+    hints = []
+    for e in req.inventory.entries:
+        sizes = range(max(1, e.min_island), e.count + 1)
+        serve = [g for g in sizes if ev.island(e.name, g).prefill.feasible
+                 and ev.island(e.name, g).decode.feasible]
+        if serve:
+            g = serve[0]
+            hints.append(f"{e.name}: smallest island that serves {req.model} has {g} GPUs "
+                         f"(${g * e.price_per_hour:,.2f}/h; a plan needs one for prefill and "
+                         f"one for decode, ${2 * g * e.price_per_hour:,.2f}/h)")
+        else:
+            t = ev.island(e.name, max(1, e.count))
+            hints.append(f"{e.name}: even all {e.count} GPUs cannot serve it "
+                         f"({t.decode.reason or t.prefill.reason})")
+    where = f" within ${req.budget:,.2f}/h" if req.budget else ""
+    target = f" at {req.target_rps:g} requests/s" if req.target_rps else ""
+    return (f"no plan serves {req.workload} with {req.model}{target}{where}: "
+            + "; ".join(hints))
+
+
+def make_plan(req: PlanRequest, progress: StepProgress | None = None,
+              checkpoint: Path | None = None) -> Plan:
+    """Search, solve and evaluate; raises :class:`NoPlanError` (exit 1) with an
+    explanation when no layout can serve the request."""
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    ctx = _context(req)
+    solver = make_inner_solver(req.inner)
+    ev = LayoutEvaluator(ctx, solver,
+                         objective="thesis" if req.inner == "thesis" else "sustained")
+    space = req.space()
+    seconds["setup"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    search = make_search(req.search, **req.search_options)
+    found = search.search(space, ev, seed=req.seed, checkpoint=checkpoint,
+                          progress=None if progress is None else
+                          (lambda d, t, _b: progress("search", d, t)))
+    seconds["search"] = time.perf_counter() - t0
+    if found.best_layout is None:
+        raise NoPlanError(explain_no_plan(req, ev))
+    layout = found.best_layout
+
+    t0 = time.perf_counter()
+    problem = ev.problem(layout)
+    result = solver.solve(problem)
+    evaluation = evaluate(result, problem, ev.full_resolution(layout))
+    seconds["evaluate"] = time.perf_counter() - t0
+
+    homogeneous: list[Baseline] = []
+    if req.compare_homogeneous and len(space.types) > 1:
+        t0 = time.perf_counter()
+        # the same budget, one type at a time, each at its best (exact) layout
+        for t in space.types:
+            single = replace(space, types=(t,))
+            homogeneous.append(_exact_baseline(f"{t.name} only", single, ev,
+                                               req.exact_time_limit, progress,
+                                               f"homogeneous {t.name}"))
+        seconds["homogeneous"] = time.perf_counter() - t0
+    exact = None
+    if req.compare_exact and req.search != "exact":
+        t0 = time.perf_counter()
+        exact = _exact_baseline("exact optimum", space, ev, req.exact_time_limit, progress,
+                                "exact")
+        seconds["exact"] = time.perf_counter() - t0
+    elif req.search == "exact":
+        st = found.settings
+        exact = Baseline("exact optimum", layout, found.best_score.value,
+                         found.best_score.cost_per_hour, st.get("status", ""),
+                         st.get("bound", math.nan), st.get("gap", math.nan))
+    return Plan(req, layout, result, evaluation, found, homogeneous, exact, ctx, seconds)

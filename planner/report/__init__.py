@@ -1,0 +1,80 @@
+"""The report layer: a plan dict (docs/plan-schema.md) -> a run folder a person can read.
+
+A run folder holds::
+
+    plan.json            the plan, machine-readable (schema_version 1)
+    islands.csv ranges.csv per_length.csv history.csv baselines.csv
+    islands.png assignment.png per_length.png convergence.png
+    report.md            Markdown, plots linked as the PNGs beside it
+    report.html          one self-contained page, plots embedded
+
+:func:`write_run` writes all of it; :func:`render_report` redraws everything but
+``plan.json`` from an existing folder (``planner report RUN_DIR``), without re-solving;
+:func:`summary_text` is the terminal summary.  Both writers render everything in
+memory from the *JSON round trip* of the plan — what ``plan.json`` will hold — so a
+re-render of an unchanged folder reproduces its files byte for byte, then publish
+atomically (see :mod:`planner.report.files`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerError
+from planner.report import csv_tables, files, html, markdown, plots
+from planner.report.schema import SCHEMA_VERSION, check_plan, dumps_plan, load_plan
+from planner.report.terminal import summary_plain, summary_text
+
+__all__ = ["SCHEMA_VERSION", "RENDERED", "load_plan", "render_report", "summary_plain",
+           "summary_text", "write_run"]
+
+PLAN_FILE = "plan.json"
+RENDERED = (*csv_tables.TABLES, *plots.FIGURES, "report.md", "report.html")
+
+
+def _render(plan: Mapping[str, Any]) -> dict[str, bytes]:
+    """Every file but plan.json, in memory."""
+    out = {name: text.encode("utf-8") for name, text in csv_tables.all_tables(plan).items()}
+    pngs = plots.render_pngs(plan)
+    out.update(pngs)
+    out["report.md"] = markdown.render_markdown(plan).encode("utf-8")
+    out["report.html"] = html.render_html(plan, pngs).encode("utf-8")
+    return out
+
+
+def write_run(plan_dict: Mapping[str, Any], run_dir: Path) -> list[Path]:
+    """Write plan.json, the CSV tables, the PNG plots, report.md and report.html into
+    ``run_dir``; returns the paths written (plan.json first).
+
+    ``run_dir`` absent or empty: it appears complete in one rename.  ``run_dir`` with
+    files in it: same-named files are replaced one by one (atomically each), others are
+    kept.  Nothing is left half-written if rendering fails or is interrupted.
+    """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():  # before the work of rendering
+        raise PlannerError(f"{run_dir}: exists and is not a folder")
+    source = str(run_dir / PLAN_FILE)
+    try:
+        text = dumps_plan(plan_dict)
+    except (TypeError, ValueError) as err:
+        raise PlannerError(f"{source}: the plan is not JSON-serialisable: {err}") from None
+    plan = json.loads(text)
+    check_plan(plan, source)
+    rendered = {PLAN_FILE: text.encode("utf-8"), **_render(plan)}
+    return files.publish(rendered, run_dir)
+
+
+def render_report(run_dir: Path) -> list[Path]:
+    """Redraw every table, plot and page of ``run_dir`` from its plan.json (not
+    re-solving); returns the paths written.  A missing folder or plan.json, invalid
+    JSON, or an unknown/missing ``schema_version`` is a one-line :class:`PlannerError`
+    naming the file and field."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise PlannerError(f"{run_dir}: " + ("is not a folder" if run_dir.exists()
+                                             else "no such run folder"))
+    plan = load_plan(run_dir / PLAN_FILE)
+    return files.publish(_render(plan), run_dir)

@@ -1,0 +1,73 @@
+"""Putting a set of rendered files into a run folder without ever half-writing it.
+
+Everything is first written into a temporary folder beside the run folder (same file
+system, so renames are atomic), then published:
+
+* run folder absent or empty: the temporary folder is renamed onto it in one step,
+  so the folder either does not exist or is complete;
+* run folder already holds files (a re-render, or a re-run into the same folder):
+  each file replaces its same-named predecessor with an atomic ``os.replace``,
+  ``plan.json`` last.  Other files in the folder are left alone.  A reader never sees
+  a torn file, and until ``plan.json`` is replaced the folder still re-renders to the
+  old plan.
+
+Any failure or interruption while rendering or writing removes the temporary folder
+and leaves the run folder as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from planner.errors import PlannerError
+
+LAST = "plan.json"
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o644)
+
+
+def _is_empty_dir(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
+
+
+def publish(files: Mapping[str, bytes], run_dir: Path) -> list[Path]:
+    """Write ``files`` (name -> content) into ``run_dir`` as described above; returns
+    the paths written, in the order of ``files``."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise PlannerError(f"{run_dir}: exists and is not a folder")
+    where = run_dir.absolute()  # "." has no name or parent of its own
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{where.name}.tmp-", dir=where.parent))
+    except OSError as err:
+        raise PlannerError(f"{run_dir}: cannot create the run folder: {err}") from None
+    try:
+        for name, data in files.items():
+            _write_bytes(tmp / name, data)
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report folder is not
+        if not run_dir.exists() or _is_empty_dir(run_dir):
+            try:
+                os.rename(tmp, where)  # POSIX: replaces an empty folder atomically
+                return [run_dir / name for name in files]
+            except OSError:
+                if not run_dir.is_dir():  # not a lost race with another writer
+                    raise
+        order = [n for n in files if n != LAST] + [n for n in files if n == LAST]
+        for name in order:
+            os.replace(tmp / name, run_dir / name)
+        tmp.rmdir()
+        return [run_dir / name for name in files]
+    except OSError as err:
+        raise PlannerError(f"{run_dir}: cannot write the report: {err}") from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,50 @@
+"""The terminal summary of a plan: rich tables the CLI prints after solving or
+re-rendering (GPUs per type and $/h, islands, throughput, $/M tokens, the best
+homogeneous plan and the ratio, the search's gap to the exact optimum)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from planner.report import sections
+from planner.report.facts import headline
+from planner.report.markdown import title
+
+_NUMERIC = {"used", "available", "price per GPU", "cost", "GPUs", "batch", "#", "value",
+            "requests/s", "this plan ÷ it"}
+
+
+def _rich(table: sections.Table, caption: str) -> Table:
+    header, rows = table
+    t = Table(title=caption, title_justify="left", title_style="bold", header_style="bold")
+    for h in header:
+        t.add_column(h, justify="right" if h in _NUMERIC else "left")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def summary_text(plan: Mapping[str, Any]) -> Group:
+    """A rich renderable: ``rich.console.Console().print(summary_text(plan))``."""
+    answer = Text()
+    for label, text in headline(plan):
+        answer.append(f"{label}: ", style="bold")
+        answer.append(text + "\n")
+    return Group(Text(title(plan), style="bold underline"), answer,
+                 _rich(sections.gpus_table(plan), "GPUs"),
+                 _rich(sections.islands_table(plan), "Islands"),
+                 _rich(sections.throughput_table(plan), "Throughput and cost"),
+                 _rich(sections.baselines_table(plan), "Compared with"))
+
+
+def summary_plain(plan: Mapping[str, Any], width: int = 110) -> str:
+    """The same summary as plain text (no colours), e.g. for logs and tests."""
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None).print(summary_text(plan))
+    return buf.getvalue()
