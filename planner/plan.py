@@ -28,8 +28,6 @@ from planner.outer.exact import ExactResult, ExactSearch
 from planner.outer.protocol import Layout, SearchResult, SearchSpace, TypeSupply, layout_counts
 from planner.workload import load_workload, make_ranges
 
-SCHEMA_VERSION = 1
-
 # Progress callback: (step name, done, total)
 StepProgress = Callable[[str, int, int], None]
 
@@ -107,6 +105,18 @@ class Plan:
     def best_homogeneous(self) -> Baseline | None:
         ok = [b for b in self.homogeneous if b.value > 0]
         return max(ok, key=lambda b: b.value) if ok else None
+
+    def to_dict(self) -> dict[str, Any]:
+        from planner.plan_json import plan_dict
+
+        req = self.request
+        return plan_dict(
+            request=req.to_dict(), result=self.result, evaluation=self.evaluation,
+            ranges_mid=self.context.ranges.mid,
+            prices={g: gpu.price_per_hour for g, gpu in self.context.gpus.items()},
+            available={e.name: e.count for e in req.inventory.entries}, budget=req.budget,
+            search=self.search, homogeneous=self.homogeneous, exact=self.exact,
+            timings=self.seconds)
 
     @property
     def bo_gap(self) -> float | None:

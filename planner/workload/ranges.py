@@ -117,6 +117,12 @@ def make_ranges(workload: Workload, width: int | None = None, *, count: int | No
             return _CACHE[key]
     if method == "width":
         edges = np.append(np.arange(0, n, w, dtype=np.int64), n)
+        # A trailing partial range narrower than half a width (e.g. [8000, 8001) for
+        # W = 250 over 0..8000) joins the range before it: the thesis's
+        # floor(|S| / W) ranges drop those lengths, which would leave them unserved, and
+        # a sliver range of probability ~1e-7 makes the MILP numerically fragile.
+        if len(edges) > 2 and edges[-1] - edges[-2] < w / 2:
+            edges = np.delete(edges, -2)
     else:
         edges = quantile_edges(workload.cdf, int(count or DEFAULT_RANGE_COUNT))
     ranges = _from_edges(workload.pmf, edges, method, w, drop_empty)
