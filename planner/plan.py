@@ -23,7 +23,6 @@ from planner.inner import make_inner_solver
 from planner.inner.evaluator import Evaluation, evaluate
 from planner.inner.result import InnerResult
 from planner.inventory import Inventory
-from planner.outer import make_search
 from planner.outer.exact import ExactResult, ExactSearch
 from planner.outer.protocol import Layout, SearchResult, SearchSpace, TypeSupply, layout_counts
 from planner.workload import load_workload, make_ranges
@@ -126,6 +125,18 @@ class Plan:
         return (self.exact.value - self.value) / self.exact.value
 
 
+def make_search(name: str, **options: Any):
+    """An outer search by its CLI name; "exact" is the MILP of planner.outer.exact."""
+    if name == "exact":
+        return ExactSearch(**options)
+    from planner.outer import OUTER_SEARCHES
+
+    if name not in OUTER_SEARCHES:
+        raise PlannerError(f"--search: unknown search {name!r}; choose from "
+                           f"{sorted([*OUTER_SEARCHES, 'exact'])}")
+    return OUTER_SEARCHES[name](**options)
+
+
 def _context(req: PlanRequest) -> PlanningContext:
     model = get_model(req.model)
     workload = load_workload(req.workload)
@@ -143,6 +154,46 @@ def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: 
                                    (lambda d, t, _b: progress(step, d, t)))
     value = ev(res.layout).value if res.layout else 0.0
     return Baseline(label, res.layout, value, res.cost_per_hour, res.status, res.bound, res.gap)
+
+
+def _smallest_serving(ev: LayoutEvaluator, name: str, lo: int, hi: int, phase: str
+                      ) -> int | None:
+    for g in range(max(1, lo), hi + 1):
+        if getattr(ev.island(name, g), phase).feasible:
+            return g
+    return None
+
+
+def check_budget(req: PlanRequest, source: str = "inventory") -> None:
+    """Reject up front a budget below the cheapest plan that can serve the model: one
+    prefill island and one decode island, each the cheapest that fits (exit status 2,
+    naming the inventory and the flag, and saying what would make a plan exist)."""
+    ctx = _context(req)
+    ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
+    cheapest: dict[str, tuple[float, str]] = {}
+    for phase in ("prefill", "decode"):
+        options = []
+        for e in req.inventory.entries:
+            g = _smallest_serving(ev, e.name, e.min_island, e.count, phase)
+            if g is not None:
+                options.append((g * e.price_per_hour, f"{g} x {e.name}"))
+        if not options:
+            sizes = ", ".join(f"{e.count} x {e.name}" for e in req.inventory.entries)
+            raise NoPlanError(f"{source}: {req.model} cannot {phase} on any island of this "
+                              f"inventory ({sizes}): "
+                              + (ev.island(req.inventory.entries[0].name,
+                                           max(1, req.inventory.entries[0].count)).decode.reason
+                                 or "not enough memory")
+                              + "; add GPUs with more memory or more GPUs per type")
+        cheapest[phase] = min(options)
+    need = cheapest["prefill"][0] + cheapest["decode"][0]
+    if req.budget is not None and req.budget < need:
+        raise PlannerError(
+            f"{source}: --budget {req.budget:g} $/h is below the cheapest plan that can serve "
+            f"{req.model}: one prefill island ({cheapest['prefill'][1]}, "
+            f"${cheapest['prefill'][0]:,.2f}/h) and one decode island "
+            f"({cheapest['decode'][1]}, ${cheapest['decode'][0]:,.2f}/h) need "
+            f"${need:,.2f}/h; raise the budget to at least that")
 
 
 def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
@@ -200,10 +251,15 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     homogeneous: list[Baseline] = []
     if req.compare_homogeneous and len(space.types) > 1:
         t0 = time.perf_counter()
-        # the same budget, one type at a time, each at its best (exact) layout
+        # The same money spent on one type: as many GPUs of it as the budget (or the
+        # inventory's total $/h) buys, whatever the inventory has available -- the
+        # thesis's homogeneous alternative (Table 5.1 (c): 128 H200 for 512 $/h).
+        money = req.budget if req.budget is not None else space.full_cost
         for t in space.types:
-            single = replace(space, types=(t,))
-            homogeneous.append(_exact_baseline(f"{t.name} only", single, ev,
+            count = int(math.floor(money / t.price_per_hour + 1e-9)) if t.price_per_hour \
+                else t.available
+            single = replace(space, types=(replace(t, available=count),))
+            homogeneous.append(_exact_baseline(f"{count} x {t.name} only", single, ev,
                                                req.exact_time_limit, progress,
                                                f"homogeneous {t.name}"))
         seconds["homogeneous"] = time.perf_counter() - t0

@@ -24,6 +24,7 @@ def test_width_one_ranges_make_model_equal_evaluated(solver):
     assert ev.R_prefill == pytest.approx(res.R_prefill, rel=1e-12)
     assert ev.R_total == pytest.approx(res.R_total, rel=1e-12)
     assert ev.R_sustained == pytest.approx(res.R_sustained, rel=1e-9)
+    assert ev.R_pooled == pytest.approx(res.R_sustained, rel=1e-9)
     assert ev.D_total == pytest.approx(res.D_total, rel=1e-9, abs=1e-9)
     assert ev.uncovered_prob == 0.0
 
@@ -47,6 +48,8 @@ def test_hand_computed_two_length_range():
     assert ev.T_prefill == pytest.approx(4.0)
     assert ev.R_sustained == pytest.approx(4.0)
     assert ev.prefill_tokens_per_s == pytest.approx(0 * 2.0 + 1 * 3.0)
+    # Pooled routing: the island serves the range's mix at its harmonic-mean speed.
+    assert ev.R_pooled == pytest.approx(1.0 / (0.25 / 8.0 + 0.75 / 4.0))
 
 
 def test_coarse_ranges_model_sums_back_and_tail_is_uncovered():

@@ -14,6 +14,7 @@ from planner.inner import (
     ThesisMILP,
     layout_violation,
     make_inner_solver,
+    solve_within_inventory,
 )
 from planner.inner.synthetic import problem_from_tables
 
@@ -70,6 +71,14 @@ def test_layout_violation():
     assert "beyond the inventory" in msg and "H200: layout uses 24" in msg
     assert "H20: layout uses 4 GPUs, inventory has 0" in msg
     assert "empty layout" in layout_violation((), {"H200": 8})
+
+
+def test_layout_beyond_inventory_is_an_infeasible_result():
+    prob = problem_from_tables([[4, 4], [1, 1]], [[0, 0], [2, 2]], [0.5, 0.5])
+    res = solve_within_inventory(MaxRateMILP(), prob, {"X0": 1})
+    assert res.status == "infeasible" and "X1: layout uses 1 GPUs, inventory has 0" in res.reason
+    ok = solve_within_inventory(MaxRateMILP(), prob, {"X0": 1, "X1": 1})
+    assert ok.status == "optimal"
 
 
 def test_problem_validation_rejects_inconsistent_arrays():

@@ -8,6 +8,7 @@ import typer
 from typer.exceptions import TyperException
 
 from planner.cli import perf as perf_cmd
+from planner.cli import plan as plan_cmd
 from planner.cli import report as report_cmd
 from planner.cli import workload as workload_cmd
 from planner.errors import PlannerError
@@ -19,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("plan")(plan_cmd.plan)
 app.command("perf")(perf_cmd.perf)
 app.command("report")(report_cmd.report)
 app.add_typer(workload_cmd.app, name="workload")
@@ -51,3 +53,8 @@ def run(argv: list[str] | None = None) -> int:
 
 def main() -> None:
     sys.exit(run(sys.argv[1:]))
+
+
+def plan_main() -> None:
+    """The short `plan` command: `plan --inventory gpus.yaml --budget 512`."""
+    sys.exit(run(["plan", *sys.argv[1:]]))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from planner.inner.common import solve_within_inventory
 from planner.inner.evaluator import Evaluation, evaluate
 from planner.inner.max_rate import MaxRateMILP
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec, layout_violation
@@ -61,4 +62,5 @@ __all__ = [
     "infeasible_result",
     "layout_violation",
     "make_inner_solver",
+    "solve_within_inventory",
 ]

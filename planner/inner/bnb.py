@@ -110,6 +110,7 @@ def branch_and_check(
     def cutoff() -> float:
         return best_val + gap * abs(best_val) + 1e-9 if best_x is not None else -math.inf
 
+    leaf_bound = -math.inf
     pending: tuple[np.ndarray, np.ndarray, int] | None = (lo0, hi0, 0)
     diving = True
     while pending is not None or heap:
@@ -155,6 +156,10 @@ def branch_and_check(
                 best_val, best_x, best_payload = exact, xi, payload
                 diving = False
             if not cuts:
+                # A point evaluated before: its cuts are already in the master, so the
+                # node bound exceeds its exact value only by LP round-off.  The node is a
+                # leaf; its bound still counts towards the reported gap.
+                leaf_bound = max(leaf_bound, val)
                 break
             for lo_r, hi_r, cols, vals in cuts:
                 h.addRow(lo_r, hi_r, len(cols), np.asarray(cols, dtype=np.int32),
@@ -172,7 +177,7 @@ def branch_and_check(
                              f"{nodes} nodes")
         return BnBResult("infeasible", None, math.nan, None, nodes, math.inf,
                          "no integer point")
-    bound = max(open_bound, best_val)
+    bound = max(open_bound, best_val, leaf_bound)
     open_gap = (bound - best_val) / max(abs(best_val), 1e-12)
     proven = open_gap <= gap + 1e-12 and not failures
     msg = f"{nodes} nodes"

@@ -11,7 +11,7 @@ formulations written as a :class:`~planner.inner.model.SparseMILP`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from planner.inner.backends import solve_model
 from planner.inner.model import SparseMILP
-from planner.inner.problem import InnerProblem
+from planner.inner.problem import InnerProblem, layout_violation
 from planner.inner.result import InnerResult, assemble_result, infeasible_result
 
 
@@ -63,7 +63,10 @@ def run_inner(problem: InnerProblem, *, name: str, core: Core,
     note = (
         f"{n_idle} island(s) idle: the model fits on them for neither phase" if n_idle else ""
     )
-    out = core(problem, usable)
+    try:
+        out = core(problem, usable)
+    except RuntimeError as err:  # a solver-level failure (e.g. an LP not solved)
+        out = CoreOutcome("error", time.perf_counter() - t0, str(err))
     if out.x_prefill is None or out.x_decode is None or out.roles is None:
         if out.status == "no_solution":
             why = (f"solver time limit ({time_limit} s) reached before any feasible "
@@ -123,3 +126,14 @@ def solve_formulation(
                            xp, xd, roles, extra(model, out.x, ctx) if extra else {})
 
     return run_inner(problem, name=name, core=core, time_limit=time_limit)
+
+
+def solve_within_inventory(solver, problem: InnerProblem,
+                           inventory: Mapping[str, int] | None) -> InnerResult:
+    """``solver.solve(problem)``, unless the layout exceeds ``inventory`` (GPU type ->
+    count), in which case the result is ``"infeasible"`` with the reason."""
+    if inventory is not None:
+        why = layout_violation(problem.islands, inventory)
+        if why is not None:
+            return infeasible_result(problem, solver.name, why)
+    return solver.solve(problem)

@@ -34,6 +34,14 @@ Totals returned
   the largest arrival rate ``T`` for which every length's demand :math:`p(s)T` is
   served in both phases.  It is at most ``R_total``; lengths shorter than a range's
   midpoint are over-served and longer ones under-served, and the worst one sets it.
+* ``R_pooled``: the same bottleneck rate when each range's requests are pooled rather
+  than time-split -- a router sends any request of range ``j`` to the range's islands,
+  so island ``i`` serves the range's length mix at its harmonic-mean speed
+  :math:`H_{ij} = 1/\\sum_{s \\in j} w(s)/b_i(s)` and
+  :math:`R_{pooled} = \\min_{\\phi, j} \\sum_i x_{ij} H_{ij} / P_j`.  It is what a
+  range-level router sustains; for a range served by one island (or islands with
+  proportional speed curves) it is at least ``R_sustained``, since a fixed split
+  cannot move time to the slow lengths.
 * ``D_total`` at full resolution: :math:`\\sum_s |e_P(s) - p(s)R_P| + |e_D(s) - p(s)R_D|
   + |e_D(s) - e_P(s)|` (constraints 4-7 of §4.8.1 per length instead of per range).
 
@@ -68,6 +76,7 @@ class Evaluation:
     T_prefill: float
     T_decode: float
     R_sustained: float
+    R_pooled: float
     model_R_total: float
     prefill_tokens_per_s: float
     decode_tokens_per_s: float
@@ -130,6 +139,8 @@ def evaluate(result: InnerResult, problem: InnerProblem, full: FullResolution) -
     T_p = float(np.min(eval_p[need] / pmf[need])) if np.any(need) else 0.0
     T_d = float(np.min(eval_d[need] / pmf[need])) if np.any(need) else 0.0
     sustained = min(T_p, T_d)
+    pooled = min(_pooled_rate(full.prefill_rps, xp, w, r, covered, mass),
+                 _pooled_rate(full.decode_rps, xd, w, r, covered, mass))
     dev = np.abs(eval_p - pmf * R_p) + np.abs(eval_d - pmf * R_d) + np.abs(eval_d - eval_p)
     per_request = float(pmf @ s) + problem.decode_mean
     R_total = min(R_p, R_d)
@@ -145,6 +156,7 @@ def evaluate(result: InnerResult, problem: InnerProblem, full: FullResolution) -
         T_prefill=T_p,
         T_decode=T_d,
         R_sustained=sustained,
+        R_pooled=pooled,
         model_R_total=result.R_total,
         prefill_tokens_per_s=float(eval_p @ s),
         decode_tokens_per_s=R_d * problem.decode_mean,
@@ -153,3 +165,24 @@ def evaluate(result: InnerResult, problem: InnerProblem, full: FullResolution) -
         D_total=float(dev.sum()),
         uncovered_prob=float(pmf[~covered].sum()),
     )
+
+
+def _pooled_rate(b: np.ndarray, x: np.ndarray, w: np.ndarray, r: np.ndarray,
+                 covered: np.ndarray, mass: np.ndarray) -> float:
+    """min_j sum_i x_ij H_ij / P_j with H_ij the harmonic-mean speed of island i over
+    range j's length mix (0 if it cannot serve some length of positive weight)."""
+    I, J = x.shape
+    cov = np.flatnonzero(covered & (w > 0))
+    with np.errstate(divide="ignore"):
+        inv = np.where(b[:, cov] > 0, w[cov] / np.where(b[:, cov] > 0, b[:, cov], 1.0),
+                       np.inf)
+    order = np.argsort(r[cov], kind="stable")
+    rj = r[cov][order]
+    starts = np.flatnonzero(np.r_[True, rj[1:] != rj[:-1]])
+    time_per_req = np.full((I, J), np.inf)
+    time_per_req[:, rj[starts]] = np.add.reduceat(inv[:, order], starts, axis=1)
+    H = np.where(np.isfinite(time_per_req), 1.0 / time_per_req, 0.0)
+    need = mass > 0
+    if not np.any(need):
+        return 0.0
+    return float(np.min((x * H).sum(axis=0)[need] / mass[need]))

@@ -40,7 +40,7 @@ from planner.inner.bnb import branch_and_check, new_lp
 from planner.inner.common import CoreOutcome
 from planner.inner.max_rate import group_islands
 from planner.inner.model import MILPBuilder
-from planner.inner.phase_lp import PhaseSolution, cut_from_dual, heuristic_dual, phase_rate
+from planner.inner.phase_lp import PhaseLP, PhaseSolution, cut_from_dual, heuristic_dual
 from planner.inner.problem import InnerProblem
 
 
@@ -74,6 +74,7 @@ def solve_max_rate_bc(
     h = new_lp(master)
     h.setOptionValue("simplex_strategy", 4)
 
+    lp_p, lp_d = PhaseLP(bp, p), PhaseLP(bd, p)
     seen: dict[bytes, float] = {}
     n_evals = 0
 
@@ -84,8 +85,8 @@ def solve_max_rate_bc(
         if key in seen:
             return seen[key], None, []
         n_evals += 1
-        sp = phase_rate(bp, p, k - n)
-        sd = phase_rate(bd, p, n)
+        sp = lp_p.solve(k - n)
+        sd = lp_d.solve(n)
         value = min(sp.rate, sd.rate)
         seen[key] = value
         cuts = [
@@ -94,11 +95,10 @@ def solve_max_rate_bc(
         ]
         return value, (n.copy(), sp, sd), cuts
 
-    n_root = _tighten_root(h, idx, ncols, bp, bd, p, k, lo, hi, rounds=ROOT_ROUNDS)
     res = branch_and_check(h, ncols, lo.copy(), hi.copy(), gap=gap, deadline=deadline,
                            evaluate=evaluate)
     seconds = time.perf_counter() - t0
-    msg = f"{res.message}, {n_evals} exact evaluations (+{n_root} at the root), {G} groups"
+    msg = f"{res.message}, {n_evals} exact evaluations, {G} groups"
     if res.payload is None:
         return CoreOutcome(res.status, seconds, msg)
     n, sp, sd = res.payload
@@ -145,27 +145,3 @@ def _per_island(
     return xp, xd, roles
 
 
-ROOT_ROUNDS = 0
-
-
-def _tighten_root(h, idx, ncols, bp, bd, p, k, lo, hi, *, rounds: int) -> int:
-    """Kelley rounds on the continuous master: the phase functions are defined for
-    fractional counts too, so cuts tight at the master's LP point are valid; a few
-    rounds bring the root bound close to the monolithic LP relaxation."""
-    done = 0
-    h.changeColsBounds(len(ncols), ncols.astype(np.int32), lo, hi)
-    for _ in range(rounds):
-        h.run()
-        x = np.asarray(h.getSolution().col_value)
-        ub = h.getInfo().objective_function_value
-        n = x[ncols]
-        sp = phase_rate(bp, p, k - n)
-        sd = phase_rate(bd, p, n)
-        done += 1
-        if min(sp.rate, sd.rate) >= ub * (1 - 1e-9):
-            break
-        h.addRow(-math.inf, float(sp.cut @ k), len(idx), idx.astype(np.int32),
-                 np.concatenate([[1.0], sp.cut]))
-        h.addRow(-math.inf, 0.0, len(idx), idx.astype(np.int32),
-                 np.concatenate([[1.0], -sd.cut]))
-    return done

@@ -1,0 +1,113 @@
+"""`planner plan` (also installed as `plan`): the product's main command.
+
+    planner plan --inventory inventories/gpus.yaml --budget 512
+
+Loads the inventory, searches island layouts, writes a run folder (plan.json, CSVs,
+plots, report.md, report.html) and prints a summary.  Ctrl-C during the search keeps
+the search's checkpoint and prints the command that resumes it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from perfmodel import SLO
+from planner.errors import PlannerError
+
+DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
+SEARCHES = ("divider", "direct", "random", "exact")
+
+
+def _default_out(inventory: Path, workload: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("reports") / f"{stamp}-{inventory.stem}-{Path(workload).stem}"
+
+
+def plan(
+    inventory: Path = typer.Option(DEFAULT_INVENTORY, help="Inventory YAML (GPU types, "
+                                   "counts available, $/hour; see docs/inventory.md)."),
+    budget: float = typer.Option(None, help="$/hour ceiling (default: the whole inventory)."),
+    target_rps: float = typer.Option(None, help="Instead of a budget: serve this many "
+                                     "requests/s at the lowest $/hour."),
+    model: str = typer.Option("deepseek-v3", help="Built-in model or config.json path."),
+    workload: str = typer.Option("azure-conv-2023", help="Built-in workload or YAML path."),
+    search: str = typer.Option("divider", help=f"Outer search: {', '.join(SEARCHES)}."),
+    inner: str = typer.Option("maxrate", help="Inner solver (see `planner plan --help`): "
+                              "maxrate (weight-free, default) or thesis (§4.8.1 MILP)."),
+    seed: int = typer.Option(0, help="Seed of every random choice."),
+    out: Path = typer.Option(None, help="Run folder (default: reports/<time>-<inventory>-"
+                             "<workload>)."),
+    ranges: int = typer.Option(32, help="Number of input-length ranges (§4.6.3)."),
+    iterations: int = typer.Option(None, help="BO iterations (default: the search's)."),
+    batch_size: int = typer.Option(None, help="BO candidates per iteration (q)."),
+    ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling, ms."),
+    tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling, ms."),
+    exact: bool = typer.Option(True, help="Also solve the exact MILP (BO's optimality gap)."),
+    homogeneous: bool = typer.Option(True, help="Also find the best single-type plans."),
+    exact_time_limit: float = typer.Option(60.0, help="Seconds for each exact solve."),
+    resume: bool = typer.Option(False, help="Resume an interrupted search in --out."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
+) -> None:
+    """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
+    from planner.inventory import load_inventory
+    from planner.plan import PlanRequest, check_budget, make_plan
+    from planner.report import summary_text, write_run
+
+    if search not in SEARCHES:
+        raise PlannerError(f"--search must be one of {', '.join(SEARCHES)}, got {search!r}")
+    for value, flag in ((budget, "--budget"), (target_rps, "--target-rps"),
+                        (ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
+        if value is not None and not value > 0:
+            raise PlannerError(f"{flag} must be > 0, got {value:g}")
+    if resume and out is None:
+        raise PlannerError("--resume needs the --out folder of the interrupted run")
+    inv = load_inventory(inventory)
+    options = {k: v for k, v in (("iterations", iterations), ("batch_size", batch_size))
+               if v is not None and search in ("divider", "direct")}
+    req = PlanRequest(inv, model=model, workload=workload, budget=budget,
+                      target_rps=target_rps, search=search, inner=inner, seed=seed,
+                      ranges=ranges, slo=SLO(ttft_ms, tpot_ms), search_options=options,
+                      compare_homogeneous=homogeneous, compare_exact=exact,
+                      exact_time_limit=exact_time_limit)
+    out = out or _default_out(inventory, workload)
+    checkpoint = out.parent / f".{out.name}.checkpoint.json"
+    if checkpoint.exists() and not resume:
+        checkpoint.unlink()
+    console = Console(stderr=True, quiet=quiet)
+    check_budget(req, str(inventory))
+
+    progress = Progress(TextColumn("{task.description:<24}"), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                        transient=True, disable=quiet)
+    tasks: dict[str, int] = {}
+
+    def step(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = progress.add_task(name, total=total)
+        progress.update(tasks[name], completed=done, total=total)
+
+    try:
+        with progress:
+            result = make_plan(req, progress=step, checkpoint=checkpoint)
+    except KeyboardInterrupt:
+        argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
+        if "--out" not in sys.argv:
+            argv += f" --out {shlex.quote(str(out))}"
+        print(f"interrupted: the search so far is saved in {checkpoint}; resume with\n"
+              f"  planner {argv} --resume", file=sys.stderr)
+        raise typer.Exit(130) from None
+    plan_dict = result.to_dict()
+    written = write_run(plan_dict, out)
+    if checkpoint.exists():
+        checkpoint.unlink()
+    if not quiet:
+        Console().print(summary_text(plan_dict))
+    html = next((p for p in written if p.name == "report.html"), out / "report.html")
+    print(f"run folder: {out}  (open {html})")

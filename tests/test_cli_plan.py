@@ -1,0 +1,106 @@
+"""`planner plan` end to end on a small inventory, and every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SMALL = """
+name: small-test
+source: "test prices"
+gpus:
+  - {type: H200, count: 16, price_per_hour: 4.0, min_island: 8}
+  - {type: H20, count: 32, price_per_hour: 1.0, min_island: 8}
+"""
+
+
+@pytest.fixture
+def small_inventory(tmp_path):
+    p = tmp_path / "small.yaml"
+    p.write_text(SMALL)
+    return p
+
+
+def test_plan_exact_writes_run_folder(run_cli, small_inventory, tmp_path):
+    out = tmp_path / "run"
+    rc, stdout, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "80",
+                              "--search", "exact", "--ranges", "8", "--out", str(out), "-q")
+    assert rc == 0, err
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["schema_version"] == 1
+    s = plan["summary"]
+    assert 0 < s["cost_per_hour"] <= 80 and s["requests_per_s"] > 0
+    used = s["gpus_used"]
+    assert used.get("H200", 0) <= 16 and used.get("H20", 0) <= 32
+    roles = {i["role"] for i in plan["islands"]}
+    assert {"prefill", "decode"} <= roles
+    for name in ("report.html", "report.md", "islands.csv", "convergence.png"):
+        assert (out / name).is_file()
+    # homogeneous alternatives spend the same money on one type
+    labels = [b["label"] for b in plan["baselines"]["homogeneous"]]
+    assert labels == ["20 x H200 only", "80 x H20 only"]
+    assert s["exact"]["requests_per_s"] == pytest.approx(s["requests_per_s"], rel=1e-6)
+    assert "run folder" in stdout
+
+
+def test_plan_is_deterministic(run_cli, small_inventory, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--search", "exact",
+                             "--ranges", "8", "--out", str(out), "-q", "--no-homogeneous")
+        assert rc == 0, err
+    pa, pb = (json.loads((d / "plan.json").read_text()) for d in (a, b))
+    assert pa["islands"] == pb["islands"] and pa["summary"]["requests_per_s"] == (
+        pb["summary"]["requests_per_s"])
+
+
+BAD = [
+    ("name: x\ngpus: [\n", "line", "YAML syntax error"),
+    ("gpus:\n  - {type: H9000, count: 4}\n", "gpus[0] (H9000): field 'type'", "known GPUs"),
+    ("gpus:\n  - {type: H200, count: -4}\n", "field 'count'", "must be >= 0"),
+    ("gpus:\n  - {type: H200, count: 8, price_per_hour: -1}\n", "field 'price_per_hour'",
+     "must be >= 0"),
+    ("gpus:\n  - {type: X, count: 8, price_per_hour: 1, datasheet: {hbm_gb: 80}}\n",
+     "datasheet", "is missing"),
+    ("gpus: []\n", "field 'gpus'", "non-empty"),
+    ("gpus:\n  - {type: H200, count: 8, colour: red}\n", "unknown field", "colour"),
+]
+
+
+@pytest.mark.parametrize("text,field,message", BAD)
+def test_bad_inventory_one_line_exit_2_nothing_written(run_cli, tmp_path, text, field,
+                                                       message):
+    inv = tmp_path / "bad.yaml"
+    inv.write_text(text)
+    out = tmp_path / "run"
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--out", str(out), "-q")
+    assert rc == 2
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert str(inv) in err and field in err and message in err
+    assert not out.exists()
+
+
+def test_budget_below_cheapest_island(run_cli, small_inventory, tmp_path):
+    out = tmp_path / "run"
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "5",
+                         "--out", str(out), "-q")
+    assert rc == 2 and "--budget 5" in err and "cheapest plan" in err
+    assert "raise the budget to at least" in err and str(small_inventory) in err
+    assert not out.exists()
+
+
+def test_target_beyond_inventory_explains(run_cli, small_inventory, tmp_path):
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--target-rps", "1e6",
+                         "--search", "exact", "--ranges", "8", "--out", str(tmp_path / "r"),
+                         "-q")
+    assert rc == 1 and "no plan" in err and "smallest island" in err
+
+
+def test_usage_errors(run_cli, small_inventory):
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--search", "psychic")
+    assert rc == 2 and "--search must be one of" in err
+    rc, _, err = run_cli("plan", "--inventory", "nope.yaml")
+    assert rc == 2 and "does not exist" in err
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "-3")
+    assert rc == 2 and "--budget must be > 0" in err
