@@ -142,21 +142,30 @@ def full_problem(family: str, seed: int, islands: int, ranges: int):
                              weights_gb=300.0)
 
 
+SWEEP_INV = {"B300": 32, "H200": 64, "H800": 64, "H20": 128}
+SWEEP_PER = {"B300": 2, "H200": 4, "H800": 4, "H20": 6}
+
+
 def sweep(args) -> None:
     """Thesis M / tau sweep behind the defaults (thesis_milp module docstring)."""
-    probs = [synthetic_problem(random_layout(12, 100 + s, sizes=(8, 16, 32)), 24)[0]
-             for s in range(10)]
-    best = [MaxRateMILP(mip_rel_gap=1e-7).solve(p).extra["T"] for p in probs]
-    print("# sustained rate of the thesis solution / T*, 10 layouts of 12 islands x 24 ranges")
-    for M in (0.5, 1.0, 2.0, 4.0, 10.0):
-        for tau in (0.0, 0.01, 0.02, 0.05, 0.1, 0.2):
-            ratios, dev = [], []
-            for prob, t in zip(probs, best, strict=True):
-                res = ThesisMILP(M=M, tau=tau, time_limit=args.time_limit).solve(prob)
-                ratios.append(res.R_sustained / t)
-                dev.append(res.D_total / t)
-            print(f"M={M:5.1f} tau={tau:4.2f}  mean {np.mean(ratios):.3f}  "
-                  f"min {np.min(ratios):.3f}  D_total/T* {np.mean(dev):.3f}", flush=True)
+    sets = {
+        "random 12x24": [synthetic_problem(random_layout(12, 100 + s, sizes=(8, 16, 32)),
+                                           24)[0] for s in range(10)],
+        "divider 16x32": [synthetic_problem(divider_layout(SWEEP_INV, SWEEP_PER, s), 32,
+                                            weights_gb=300.0)[0] for s in range(10)],
+    }
+    print("# sustained rate of the thesis solution / T*: mean (min) over 10 layouts")
+    for name, probs in sets.items():
+        best = [MaxRateMILP(mip_rel_gap=1e-7).solve(p).extra["T"] for p in probs]
+        print(f"\n## {name}")
+        for M in (0.5, 1.0, None, 2.0, 4.0, 10.0):
+            cells = []
+            for tau in (0.0, 0.01, 0.05, 0.1):
+                ratios = [ThesisMILP(M=M, tau=tau, time_limit=args.time_limit).solve(p)
+                          .R_sustained / t for p, t in zip(probs, best, strict=True)]
+                cells.append(f"tau={tau:4.2f} {np.mean(ratios):.3f} ({np.min(ratios):.3f})")
+            label = "auto" if M is None else f"{M:4.1f}"
+            print(f"M={label:5s} " + "  ".join(cells), flush=True)
 
 
 def main() -> None:

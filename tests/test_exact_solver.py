@@ -103,3 +103,13 @@ def test_infeasible_when_nothing_decodes():
     tables = {("B", 1): (np.ones(3), np.zeros(3))}
     res = solve_exact(SearchSpace((TypeSupply("B", 1, 1.0, 1),)), tables, PROB)
     assert res.status == "infeasible" and "both prefill and decode" in res.message
+
+
+def test_pruning_tolerance_keeps_a_proven_bound():
+    space = SearchSpace((TypeSupply("A", 4, 1.0, 1), TypeSupply("B", 3, 2.0, 1)))
+    tables = synthetic_tables()
+    truth = brute_force(space, tables)
+    res = solve_exact(space, tables, PROB, prune_tol=0.2)
+    assert res.value <= truth * (1 + 1e-9)
+    assert res.value >= 0.8 * truth
+    assert res.bound >= truth * (1 - 1e-9)

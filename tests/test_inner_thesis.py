@@ -74,6 +74,16 @@ def test_weight_free_rate_bounds_the_thesis_sustained_rate(seed):
     assert thesis.R_sustained <= thesis.R_total * (1 + 1e-9)
 
 
+def test_auto_M_is_just_above_the_balancing_bound():
+    prob = small_problem(0)
+    solver = ThesisMILP()
+    assert solver.M is None
+    M = solver.effective_M(prob)
+    assert M == pytest.approx(1.05 * (1 + prob.range_prob.max()))
+    assert solver.solve(prob).extra["M"] == pytest.approx(M)
+    assert ThesisMILP(M=3.0).effective_M(prob) == 3.0
+
+
 def test_cbc_and_highs_agree():
     prob = small_problem(4, n_islands=4, n_ranges=6)
     a = ThesisMILP(solver="highs", mip_rel_gap=1e-7).solve(prob)

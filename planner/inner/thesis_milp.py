@@ -36,28 +36,32 @@ it instead maximises ``R_prefill + R_decode``, i.e. gives each island the phase 
 which it is fastest regardless of the bottleneck.
 
 *Upper side.*  As ``M`` grows the objective turns lexicographic (minimise deviation
-first, throughput second) and gives up sustainable rate for a closer mix match.
-``tau`` is a hard cap: each range's served share may deviate from ``p_j`` by at most
-``tau p_j R`` in either phase; any freedom it leaves is used to raise
-``R_prefill + R_decode`` at the expense of the least-served range.
+first, throughput second): per-range matching ``|R^D_j - R^P_j|`` is not needed to
+sustain the mix (each phase only has to cover ``p_j T``), yet it is bought with
+sustainable rate.  So the best ``M`` is the smallest one that still balances the
+phases, and the default is ``M = 1.05 (1 + max_j p_j)`` (5 % above the bound; set ``M``
+to override).  ``tau`` is a hard cap: each range's served share may deviate from
+``p_j`` by at most ``tau p_j R`` in either phase; the freedom is used to raise
+``R_prefill + R_decode`` at the expense of the least-served range.  Default
+``tau = 0.01``: a 1 % tolerance keeps constraints (4)-(5) and their deviation terms
+alive (``tau = 0`` turns them into equalities) for about 0.5 % of sustained rate.
 
-*Measured* (``benchmarks/bench_inner.py --sweep``: 10 seeded synthetic layouts of 12
-islands x 24 ranges; sustained rate of the thesis solution / exact maximum ``T*`` of
-the weight-free MILP, mean):
+*Measured* (``benchmarks/bench_inner.py --sweep``): sustained rate of the thesis
+solution divided by the exact maximum ``T*`` of the weight-free MILP, mean (min) over
+10 seeded synthetic layouts per set; docs/inner.md has the full table.
 
-=====  ========  =========  =========  =========  ========
-M      tau=0     tau=0.01   tau=0.02   tau=0.05   tau=0.1
-=====  ========  =========  =========  =========  ========
-2      0.975     0.970      0.964      0.947      0.916
-4      0.946     0.943      0.940      0.931      0.916
-10     0.919     0.918
-=====  ========  =========  =========  =========  ========
+==============  =============  =============  =============  =============
+M               tau=0          tau=0.01       tau=0.05       tau=0.1
+==============  =============  =============  =============  =============
+0.5             0.09 (0.06)    0.09 (0.06)    0.09 (0.06)    0.09 (0.06)
+1.0             0.99 (0.97)    0.99 (0.96)    0.96 (0.94)    0.93 (0.91)
+auto (~1.21)    1.00 (0.99)    0.99 (0.99)    0.97 (0.96)    0.95 (0.94)
+2.0             0.98 (0.88)    0.97 (0.88)    0.95 (0.87)    0.92 (0.84)
+10.0            0.92 (0.80)    0.92 (0.80)    0.91 (0.77)    0.90 (0.73)
+==============  =============  =============  =============  =============
 
-(and ``M = 0.5`` collapses to 0.14 on 8 x 16 layouts, as the bound above predicts).
-Defaults: ``M = 2`` -- the smallest value that provably balances the phases for every
-workload, and the best measured; ``tau = 0.01`` -- a 1 % tolerance keeps constraints
-(4)-(5) and the deviation terms meaningful (``tau = 0`` turns them into equalities)
-for 0.5 % of sustained rate.  Pass ``tau=0`` for the highest sustained rate.
+(12 islands x 24 ranges, random layouts; the ``auto`` row is re-measured by the sweep
+and docs/inner.md also covers divider layouts of 16 islands x 32 ranges.)
 """
 
 from __future__ import annotations
@@ -71,7 +75,9 @@ from planner.inner.model import MILPBuilder, SparseMILP
 from planner.inner.problem import InnerProblem
 from planner.inner.result import InnerResult
 
-DEFAULT_M = 2.0
+#: ``M = None`` means auto: ``AUTO_M_MARGIN * (1 + max_j p_j)`` (module docstring).
+DEFAULT_M: float | None = None
+AUTO_M_MARGIN = 1.05
 DEFAULT_TAU = 0.01
 DEFAULT_EPS = 0.01
 
@@ -172,7 +178,7 @@ class ThesisMILP:
     """
 
     solver: str = "highs"
-    M: float = DEFAULT_M
+    M: float | None = DEFAULT_M
     tau: float = DEFAULT_TAU
     eps: float = DEFAULT_EPS
     time_limit: float | None = 60.0
@@ -180,18 +186,26 @@ class ThesisMILP:
     name: str = "thesis"
 
     def __post_init__(self) -> None:
-        if self.M < 0 or self.tau < 0 or self.eps < 0:
+        if (self.M is not None and self.M < 0) or self.tau < 0 or self.eps < 0:
             raise ValueError("ThesisMILP: M, tau and eps must be >= 0")
+
+    def effective_M(self, problem: InnerProblem) -> float:
+        """``M``, or the auto value ``1.05 (1 + max_j p_j)`` when ``M`` is None."""
+        if self.M is not None:
+            return float(self.M)
+        return AUTO_M_MARGIN * (1.0 + float(problem.range_prob.max()))
 
     def build(self, problem: InnerProblem) -> SparseMILP:
         from planner.inner.common import usable_islands
 
-        return build_thesis_milp(problem, usable_islands(problem), M=self.M, tau=self.tau,
-                                 eps=self.eps)[0]
+        return build_thesis_milp(problem, usable_islands(problem),
+                                 M=self.effective_M(problem), tau=self.tau, eps=self.eps)[0]
 
     def solve(self, problem: InnerProblem) -> InnerResult:
+        M = self.effective_M(problem)
+
         def build(prob: InnerProblem, usable: np.ndarray):
-            model, isl = build_thesis_milp(prob, usable, M=self.M, tau=self.tau, eps=self.eps)
+            model, isl = build_thesis_milp(prob, usable, M=M, tau=self.tau, eps=self.eps)
             return model, (isl, prob.n_islands, prob.n_ranges)
 
         return solve_formulation(
@@ -204,7 +218,7 @@ class ThesisMILP:
             mip_rel_gap=self.mip_rel_gap,
             extra=lambda m, x, ctx: {
                 "solver_D_total": float(m.block(x, "Dtot")[0]),
-                "M": self.M,
+                "M": M,
                 "tau": self.tau,
             },
         )

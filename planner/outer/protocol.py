@@ -212,6 +212,9 @@ class SearchResult:
     cache_hits: int = 0  # proposals answered from the per-search cache
     wall_time: float = 0.0  # seconds, summed over resumed sessions
     resumed: bool = False
+    # Objective calls that re-ran a layout restored from a checkpoint only to recover
+    # its (unserialised) inner result; included in ``evaluations``.
+    detail_refreshes: int = 0
 
     def best_so_far(self) -> list[float]:
         return [h.best for h in self.history]
@@ -230,6 +233,7 @@ class SearchResult:
             "cache_hits": self.cache_hits,
             "wall_time": self.wall_time,
             "resumed": self.resumed,
+            "detail_refreshes": self.detail_refreshes,
         }
 
     @classmethod
@@ -248,6 +252,7 @@ class SearchResult:
             cache_hits=int(d.get("cache_hits", 0)),
             wall_time=float(d.get("wall_time", 0.0)),
             resumed=bool(d.get("resumed", False)),
+            detail_refreshes=int(d.get("detail_refreshes", 0)),
         )
 
     def save(self, path: Path) -> None:

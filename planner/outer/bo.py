@@ -1,0 +1,199 @@
+"""Bayesian-optimisation outer searches of seed 002 §4.9: divider and direct.
+
+Both run the same loop (§4.9.1 "Implementation"):
+
+1. **Warm start**: ``sobol_trials`` valid points from a seeded scrambled Sobol sequence
+   mapped into the encoding's space (:meth:`~planner.outer.encodings.DividerEncoding.
+   sample`), evaluated and attached to the Ax experiment.  Drawing them ourselves
+   rather than with Ax's Sobol node keeps the direct encoding's warm start valid (a
+   Sobol box point almost never satisfies sum_k x_{t,k} <= I_t when K = 16, so Ax's
+   rejection sampler stalls) and gives random search the very same first points.
+2. **Iterations**: ``iterations`` batches of ``batch_size`` = q candidates, each batch
+   one fit of the surrogate on all data so far and one joint qLogNEI optimisation
+   (:mod:`planner.outer.ax_backend`); every candidate is decoded to a layout and
+   evaluated by the inner loop, at most once per distinct layout.
+3. **Objective**: maximise R_total (the thesis minimises rho_max = 1 / R_total, the
+   same optimum).  With ``target_rps``: minimise $/h subject to R_total >= target, as
+   an Ax outcome constraint (qLogNEI weighs improvement by the modelled probability of
+   meeting it), which keeps cost and throughput as separate, smooth models instead of
+   one penalised objective with a cliff at the target.
+
+Every batch ends with a checkpoint (Ax's JSON snapshot plus the history) when a path
+is given; an interruption (Ctrl-C included) saves what has been evaluated and
+re-raises; a later call with the same path resumes — trials already evaluated are not
+re-run, a batch cut short is finished, and the remaining batches are generated exactly
+as an uninterrupted run would have generated them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerError
+from planner.outer.checkpoint import load_checkpoint, save_checkpoint
+from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding
+from planner.outer.protocol import (
+    LayoutObjective,
+    Progress,
+    Score,
+    SearchResult,
+    SearchSpace,
+)
+from planner.outer.tracking import Tracker
+
+
+class _BayesianSearch:
+    name = "bo"
+
+    def __init__(self, *, iterations: int, batch_size: int, sobol_trials: int | None,
+                 min_island: int | None, surrogate: str, num_restarts: int,
+                 raw_samples: int, maxiter: int, mc_samples: int, sequential: bool,
+                 saas_warmup: int, saas_samples: int, saas_thinning: int,
+                 torch_threads: int | None) -> None:
+        if iterations < 0:
+            raise PlannerError(f"{self.name}: iterations must be >= 0")
+        if batch_size < 1:
+            raise PlannerError(f"{self.name}: batch_size must be >= 1")
+        if sobol_trials is not None and sobol_trials < 1:
+            raise PlannerError(f"{self.name}: sobol_trials must be >= 1")
+        if surrogate not in ("gp", "saasbo"):
+            raise PlannerError(f"{self.name}: surrogate must be 'gp' or 'saasbo', "
+                               f"got {surrogate!r}")
+        self.iterations = int(iterations)
+        self.batch_size = int(batch_size)
+        self.sobol_trials = int(sobol_trials) if sobol_trials is not None else self.batch_size
+        self.min_island = min_island
+        self._bo = dict(surrogate=surrogate, num_restarts=num_restarts,
+                        raw_samples=raw_samples, maxiter=maxiter, mc_samples=mc_samples,
+                        sequential=sequential, saas_warmup=saas_warmup,
+                        saas_samples=saas_samples, saas_thinning=saas_thinning,
+                        torch_threads=torch_threads)
+
+    # ------------------------------------------------------------ per encoding
+    def encoding(self, space: SearchSpace) -> Encoding:
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, Any]:
+        bo = dict(self._bo)
+        if bo["surrogate"] != "saasbo":
+            for k in ("saas_warmup", "saas_samples", "saas_thinning"):
+                del bo[k]
+        return {"iterations": self.iterations, "batch_size": self.batch_size,
+                "sobol_trials": self.sobol_trials, "min_island": self.min_island, **bo}
+
+    # ------------------------------------------------------------ the loop
+    def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
+               progress: Progress | None = None,
+               checkpoint: Path | None = None) -> SearchResult:
+        enc = self.encoding(space)
+        settings = {**self.settings(), **enc.settings()}
+        fingerprint = {"search": self.name, "settings": settings, "space": space.to_dict(),
+                       "seed": int(seed)}
+        planned = self.sobol_trials + self.iterations * self.batch_size
+        tracker = Tracker(space, objective, planned=planned, progress=progress)
+        doc = load_checkpoint(checkpoint, fingerprint=fingerprint) if checkpoint else None
+        if doc is not None:
+            tracker.restore(doc["tracker"])
+
+        if not enc.params:  # a single-point space: nothing to search
+            if not tracker.history:
+                tracker.evaluate(enc.decode({}), "fixed")
+            return tracker.result(self.name, settings)
+
+        from planner.outer.ax_backend import AxDriver, BOSettings, quiet
+
+        bo = BOSettings(**self._bo)
+        with quiet(bo.torch_threads):
+            if doc is not None:
+                driver = AxDriver.from_snapshot(doc["state"]["ax"], space, bo, seed)
+                batches = int(doc["state"]["batches"])
+            else:
+                driver = AxDriver.new(enc, space, bo, seed)
+                batches = 0
+
+            done: dict[int, Score] = {}  # evaluated, not yet reported to Ax
+
+            def flush() -> None:
+                driver.complete(done)
+                done.clear()
+
+            def save() -> None:
+                flush()
+                if checkpoint is not None:
+                    save_checkpoint(checkpoint, fingerprint=fingerprint,
+                                    tracker=tracker.state(),
+                                    state={"ax": driver.snapshot(), "batches": batches})
+
+            def run(index: int, params: dict, phase: str) -> None:
+                done[index] = tracker.evaluate(enc.decode(params), phase)
+
+            try:
+                for index, params in driver.running().items():  # cut short last time
+                    run(index, params, "bo" if index >= self.sobol_trials else "sobol")
+                warm = enc.sample(self.sobol_trials, seed=seed, quasi=True)
+                for j in range(driver.n_trials(), self.sobol_trials):
+                    run(driver.attach(warm[j]), warm[j], "sobol")
+                    if (j + 1) % self.batch_size == 0:
+                        save()
+                save()
+                while batches < self.iterations:
+                    trials = driver.next_batch(self.batch_size, batches)
+                    batches += 1
+                    for index, params in trials.items():
+                        run(index, params, "bo")
+                    save()
+            except BaseException:
+                save()
+                raise
+        return tracker.result(self.name, settings)
+
+
+class DividerBO(_BayesianSearch):
+    """§4.9.2: (n_t, s_t) per type (+ u_t when procuring), SingleTaskGP + qLogNEI."""
+
+    name = "divider"
+
+    def __init__(self, iterations: int = 15, batch_size: int = 16,
+                 sobol_trials: int | None = None, skew_range: float = 5.0,
+                 min_island: int | None = 2, max_islands_per_type: int | None = None, *,
+                 num_restarts: int = 4, raw_samples: int = 128, maxiter: int = 50,
+                 mc_samples: int = 64, sequential: bool = False,
+                 torch_threads: int | None = 1) -> None:
+        super().__init__(iterations=iterations, batch_size=batch_size,
+                         sobol_trials=sobol_trials, min_island=min_island, surrogate="gp",
+                         num_restarts=num_restarts, raw_samples=raw_samples,
+                         maxiter=maxiter, mc_samples=mc_samples, sequential=sequential,
+                         saas_warmup=0, saas_samples=0, saas_thinning=1,
+                         torch_threads=torch_threads)
+        self.skew_range = skew_range
+        self.max_islands_per_type = max_islands_per_type
+
+    def encoding(self, space: SearchSpace) -> DividerEncoding:
+        return DividerEncoding(space, skew_range=self.skew_range, min_island=self.min_island,
+                               max_islands_per_type=self.max_islands_per_type)
+
+
+class DirectBO(_BayesianSearch):
+    """§4.9.1: K integer slots per type with sum constraints; GP or SAASBO surrogate."""
+
+    name = "direct"
+
+    def __init__(self, slots: int = 16, surrogate: str = "gp", iterations: int = 10,
+                 batch_size: int = 8, sobol_trials: int | None = None,
+                 min_island: int | None = 2, *, num_restarts: int = 4,
+                 raw_samples: int = 128, maxiter: int = 50, mc_samples: int = 64,
+                 sequential: bool = False, saas_warmup: int = 256, saas_samples: int = 128,
+                 saas_thinning: int = 16, torch_threads: int | None = 1) -> None:
+        super().__init__(iterations=iterations, batch_size=batch_size,
+                         sobol_trials=sobol_trials, min_island=min_island,
+                         surrogate=surrogate, num_restarts=num_restarts,
+                         raw_samples=raw_samples, maxiter=maxiter, mc_samples=mc_samples,
+                         sequential=sequential, saas_warmup=saas_warmup,
+                         saas_samples=saas_samples, saas_thinning=saas_thinning,
+                         torch_threads=torch_threads)
+        self.slots = slots
+
+    def encoding(self, space: SearchSpace) -> DirectEncoding:
+        return DirectEncoding(space, slots=self.slots, min_island=self.min_island)
+

@@ -1,0 +1,126 @@
+"""Evaluation bookkeeping shared by every outer search: cache, history, best, progress.
+
+The inner loop is the expensive part of the outer search (§4.8.3 caches its pieces for
+the same reason), and different points of a search space often decode to the same
+layout (the divider's n_t above floor(c_t / I_min) all give the same islands, several
+u_t give the same count).  :class:`Tracker` therefore evaluates each distinct layout
+once per search and answers repeats from a cache, counting both.  It also records the
+convergence history (one :class:`HistoryPoint` per proposal, with wall time and
+best-so-far) that the thesis plots in Figs. 5.5-5.12, and restores all of this from a
+checkpoint so that a resumed search never re-runs a finished evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from planner.outer.protocol import (
+    HistoryPoint,
+    Layout,
+    LayoutObjective,
+    Progress,
+    Score,
+    SearchResult,
+    SearchSpace,
+)
+
+EMPTY_SCORE = Score(value=0.0, cost_per_hour=0.0, feasible=False)
+
+
+class Tracker:
+    def __init__(self, space: SearchSpace, objective: LayoutObjective, *,
+                 planned: int, progress: Progress | None = None) -> None:
+        self.space = space
+        self.objective = objective
+        self.planned = planned
+        self.progress = progress
+        self.cache: dict[Layout, Score] = {}
+        self.history: list[HistoryPoint] = []
+        self.evaluations = 0
+        self.cache_hits = 0
+        self.detail_refreshes = 0
+        self.best_layout: Layout | None = None
+        self.best_score: Score | None = None
+        self.resumed = False
+        self._offset = 0.0
+        self._t0 = time.perf_counter()
+
+    # ---------------------------------------------------------------- state
+    @property
+    def wall_time(self) -> float:
+        return self._offset + time.perf_counter() - self._t0
+
+    def state(self) -> dict:
+        """What :meth:`restore` needs, JSON-ready."""
+        return {"wall_time": self.wall_time, "history": [h.to_dict() for h in self.history],
+                "evaluations": self.evaluations, "cache_hits": self.cache_hits}
+
+    def restore(self, state: dict) -> None:
+        """Rebuild cache, best, counters and history from :meth:`state` (the scores
+        lose ``detail``)."""
+        self.resumed = True
+        self._offset = float(state["wall_time"])
+        self._t0 = time.perf_counter()
+        self.evaluations = int(state["evaluations"])
+        self.cache_hits = int(state["cache_hits"])
+        for d in state["history"]:
+            h = HistoryPoint.from_dict(d)
+            self.history.append(h)
+            if h.layout not in self.cache:
+                self.cache[h.layout] = Score(h.value, h.cost, h.feasible)
+                self._consider(h.layout, self.cache[h.layout])
+
+    # ---------------------------------------------------------------- evaluate
+    def evaluate(self, layout: Layout, phase: str) -> Score:
+        cached = layout in self.cache
+        if cached:
+            score = self.cache[layout]
+            self.cache_hits += 1
+        elif not layout:
+            score = EMPTY_SCORE  # nothing to run: no GPU procured
+        else:
+            score = self._call(layout)
+            self.evaluations += 1
+        self.cache[layout] = score
+        self._consider(layout, score)
+        self.history.append(HistoryPoint(
+            index=len(self.history), wall_time=self.wall_time, layout=layout,
+            value=score.value, cost=score.cost_per_hour, feasible=score.feasible,
+            best=self.space.merit(self.best_score), cached=cached, phase=phase))
+        if self.progress is not None:
+            self.progress(len(self.history), self.planned, self.history[-1].best)
+        return score
+
+    def _call(self, layout: Layout) -> Score:
+        score = self.objective(layout)
+        if not isinstance(score, Score):
+            raise TypeError(f"layout objective returned {type(score).__name__}, not Score")
+        if not math.isfinite(score.value):
+            # A NaN would poison the surrogate; an infeasible 0 is what it means.
+            score = Score(0.0, score.cost_per_hour, False, score.detail)
+        return score
+
+    def _consider(self, layout: Layout, score: Score) -> None:
+        if not self.space.qualifies(score):
+            return
+        if self.best_score is None or (self.space.rank_key(score)
+                                       > self.space.rank_key(self.best_score)):
+            self.best_layout, self.best_score = layout, score
+
+    # ---------------------------------------------------------------- finish
+    def result(self, name: str, settings: dict) -> SearchResult:
+        """The search's result; re-runs the best layout once if its inner result was
+        lost in a checkpoint (``detail`` is opaque and not serialised)."""
+        best = self.best_score
+        if best is not None and best.detail is None and self.best_layout:
+            fresh = self._call(self.best_layout)
+            self.detail_refreshes += 1
+            self.evaluations += 1
+            best = Score(best.value, best.cost_per_hour, best.feasible, fresh.detail)
+            self.best_score = self.cache[self.best_layout] = best
+        return SearchResult(name=name, best_layout=self.best_layout, best_score=best,
+                            history=list(self.history), settings=dict(settings),
+                            evaluations=self.evaluations, cache_hits=self.cache_hits,
+                            wall_time=self.wall_time, resumed=self.resumed,
+                            detail_refreshes=self.detail_refreshes)
