@@ -106,7 +106,8 @@ class _BayesianSearch:
         bo = BOSettings(**self._bo)
         with quiet(bo.torch_threads):
             if doc is not None:
-                driver = AxDriver.from_snapshot(doc["state"]["ax"], space, bo, seed)
+                exact = {h.index: Score(h.value, h.cost, h.feasible) for h in tracker.history}
+                driver = AxDriver.from_snapshot(doc["state"]["ax"], space, bo, seed, exact)
                 batches = int(doc["state"]["batches"])
             else:
                 driver = AxDriver.new(enc, space, bo, seed)
