@@ -10,8 +10,9 @@ layout families:
   islands alike (stress case for the pooling).
 
 Run ``python benchmarks/bench_inner.py`` (default set), ``--quick`` (fewer layouts,
-no CBC on the thesis MILP), ``--sweep`` (the thesis M / tau sweep of docs/inner.md) or
-``--compare`` (thesis vs weight-free rates on the same layouts).  Every figure
+no CBC on the thesis MILP), ``--default-only`` (the default solver only), ``--sweep``
+(the thesis M / tau sweep of docs/inner.md) or ``--compare`` (thesis vs weight-free
+rates on the same layouts).  Every figure
 printed is measured on this machine; timings are wall-clock per solve (model build +
 solve + result), median over repeats, then summarised over layouts.
 """
@@ -90,7 +91,9 @@ def bench(args) -> None:
         ("thesis", "pulp-highs", ThesisMILP(solver="pulp-highs", time_limit=args.time_limit),
          args.thesis_layouts, 1),
     ]
-    if not args.quick:
+    if args.default_only:
+        configs = configs[:1]
+    elif not args.quick:
         configs.append(("thesis", "cbc", ThesisMILP(solver="cbc", time_limit=args.time_limit),
                         args.thesis_layouts, 1))
     for family in families:
@@ -100,6 +103,8 @@ def bench(args) -> None:
             times, statuses, _ = time_solver(solver, probs, reps)
             counts = {s: statuses.count(s) for s in sorted(set(statuses))}
             print(f"{form:8s} {backend:11s} n={n:2d}  {fmt(times)}  {counts}", flush=True)
+    if args.default_only:
+        return
     # Model-building overhead: numpy CSR (what "highs"/"bc" pass) vs a pulp model.
     print("\n## model build only (repeated family)")
     for form, solver in (("maxrate", MaxRateMILP()), ("thesis", ThesisMILP())):
@@ -179,6 +184,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--default-only", action="store_true",
+                    help="only the default solver (maxrate, bc)")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--compare", action="store_true")
     args = ap.parse_args()

@@ -212,6 +212,8 @@ def assemble_result(
     solver's round-off below 1e-9 is dropped so that JSON stays readable)."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}")
+    if len(roles) != problem.n_islands or any(r not in ROLES for r in roles):
+        raise ValueError(f"roles must be one of {ROLES} per island")
     xp = np.where(np.abs(x_prefill) < 1e-9, 0.0, np.clip(x_prefill, 0.0, 1.0))
     xd = np.where(np.abs(x_decode) < 1e-9, 0.0, np.clip(x_decode, 0.0, 1.0))
     m = range_metrics(problem, xp, xd)

@@ -31,9 +31,9 @@ normalisation by the throughput scale is needed.
 R_{prefill}|` and :math:`\\lambda_j \\ge M/(1+\\max_j p_j)`, any ``M > 1 + max p_j``
 (so ``M >= 2`` for every workload) makes a surplus in one phase cost more than it
 adds to ``R_decode + R_prefill``: the objective is then at most
-``2 min(R_prefill, R_decode)`` and the solver balances the phases.  With ``M < 1``
-it instead maximises ``R_prefill + R_decode``, i.e. gives each island the phase in
-which it is fastest regardless of the bottleneck.
+``2 min(R_prefill, R_decode)`` and the solver balances the phases.  With ``M < 1`` a
+surplus pays, and it maximises ``R_prefill + R_decode``, giving each island the phase
+in which it is fastest regardless of the bottleneck.
 
 *Upper side.*  As ``M`` grows the objective turns lexicographic (minimise deviation
 first, throughput second): per-range matching ``|R^D_j - R^P_j|`` is not needed to

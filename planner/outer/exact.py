@@ -69,14 +69,21 @@ class ExactResult:
     counts: dict[tuple[str, int, str], int] = field(default_factory=dict)
 
 
-def candidate_sizes(space: SearchSpace) -> dict[str, list[int]]:
+def candidate_sizes(space: SearchSpace, max_island: int | None = None) -> dict[str, list[int]]:
     """Island sizes of each type the search may use: min_island .. available (and what
-    the budget allows)."""
+    the budget allows), and at most ``max_island`` GPUs when given.
+
+    The cap matters when availability is large (e.g. market availability of
+    budget / price GPUs in ``planner whatif``): without it every size up to thousands of
+    GPUs would be benchmarked.  With a cap the optimum is over islands of at most that
+    size, which is a restriction of the model, not a relaxation."""
     out = {}
     for t in space.types:
         top = t.available
         if space.budget is not None and t.price_per_hour > 0:
             top = min(top, int(math.floor(space.budget / t.price_per_hour + 1e-9)))
+        if max_island is not None:
+            top = min(top, int(max_island))
         out[t.name] = list(range(max(1, t.min_island), top + 1))
     return out
 
@@ -114,10 +121,11 @@ def prune(tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
 
 def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
                 prob: np.ndarray, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-4,
-                prune_tol: float = 0.0) -> ExactResult:
-    """Solve the MILP above.  ``tables[(type, size)] = (bP, bD)`` over the ranges."""
+                prune_tol: float = 0.0, max_island: int | None = None) -> ExactResult:
+    """Solve the MILP above.  ``tables[(type, size)] = (bP, bD)`` over the ranges;
+    ``max_island`` caps island sizes (see :func:`candidate_sizes`)."""
     t0 = time.perf_counter()
-    sizes = candidate_sizes(space)
+    sizes = candidate_sizes(space, max_island)
     cands, dropped = prune(tables, sizes, tol=prune_tol if prune_tol > 0 else 1e-9)
     price = {t.name: t.price_per_hour for t in space.types}
     avail = {t.name: t.available for t in space.types}
@@ -202,17 +210,19 @@ class ExactSearch:
     name = "exact"
 
     def __init__(self, time_limit: float = 60.0, mip_rel_gap: float = 1e-4,
-                 prune_tol: float = 0.005) -> None:
+                 prune_tol: float = 0.005, max_island: int | None = None) -> None:
         """``prune_tol``: near-dominated island sizes (within this fraction in every
         range) are pruned too, which speeds HiGHS up several-fold on 3-type inventories;
-        the reported bound is widened by 1 / (1 - prune_tol) so it stays proven."""
+        the reported bound is widened by 1 / (1 - prune_tol) so it stays proven.
+        ``max_island``: largest island size considered (None: up to availability)."""
         self.time_limit = time_limit
         self.mip_rel_gap = mip_rel_gap
         self.prune_tol = prune_tol
+        self.max_island = max_island
         self.last: ExactResult | None = None
 
     def solve(self, space: SearchSpace, evaluator, progress=None) -> ExactResult:
-        sizes = candidate_sizes(space)
+        sizes = candidate_sizes(space, self.max_island)
         total = sum(len(v) for v in sizes.values())
         tables, done = {}, 0
         for gpu, options in sizes.items():
@@ -223,7 +233,7 @@ class ExactSearch:
                     progress(done, total, 0.0)
         self.last = solve_exact(space, tables, np.asarray(evaluator.context.ranges.prob),
                                 time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap,
-                                prune_tol=self.prune_tol)
+                                prune_tol=self.prune_tol, max_island=self.max_island)
         return self.last
 
     def search(self, space: SearchSpace, objective, *, seed: int = 0, progress=None,
