@@ -184,7 +184,7 @@ class DirectBO(_BayesianSearch):
                  batch_size: int = 8, sobol_trials: int | None = None,
                  min_island: int | None = 2, *, num_restarts: int = 4,
                  raw_samples: int = 128, maxiter: int = 50, mc_samples: int = 64,
-                 sequential: bool = False, saas_warmup: int = 256, saas_samples: int = 128,
+                 sequential: bool = True, saas_warmup: int = 256, saas_samples: int = 128,
                  saas_thinning: int = 16, torch_threads: int | None = 1) -> None:
         super().__init__(iterations=iterations, batch_size=batch_size,
                          sobol_trials=sobol_trials, min_island=min_island,

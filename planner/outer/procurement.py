@@ -12,12 +12,14 @@ surrogate nothing, seed 002 §4.9.1's complaint about the direct encoding); it i
    others' lambda.  Repeat until no type is dropped.
 3. Largest remainder, as in the divider (§4.9.2): floor every x_t, then visit the
    types in order of decreasing fractional part and add one GPU to each whose price
-   still fits the leftover budget (never above its chosen c_t).
+   still fits the leftover budget (never above its chosen c_t); repeat the visit
+   until no type can take one more.
 
 Every step keeps sum_t c'_t p_t <= B, c'_t <= c_t, and each c'_t is 0 or >= m_t.  The
 result is the largest (most expensive) scaled-down vector of the chosen proportions
-that fits, up to the single-GPU rounding of step 3 — not the knapsack optimum over all
-integer vectors, which would ignore the proportions the search asked for.
+that fits: no kept type below its chosen count could take one more GPU within the
+budget.  It is not the knapsack optimum over all integer vectors, which would ignore
+the proportions the search asked for.
 """
 
 from __future__ import annotations
@@ -57,10 +59,17 @@ def fit_budget(counts: Sequence[int], prices: Sequence[float], min_sizes: Sequen
     out = [int(math.floor(x)) for x in ideal]
     left = budget - _cost(out, prices)
     order = sorted(range(len(c)), key=lambda i: (-(ideal[i] - out[i]), i))
-    for i in order:
-        if keep[i] and out[i] < c[i] and prices[i] <= left * (1 + COST_TOL):
-            out[i] += 1
-            left -= prices[i]
+    # Passes in that order until no kept type can take another GPU: after drops in
+    # step 2 or when one type's price exceeds what is left, a single pass can leave
+    # room for several cheaper GPUs.
+    grew = True
+    while grew:
+        grew = False
+        for i in order:
+            if keep[i] and out[i] < c[i] and prices[i] <= left * (1 + COST_TOL):
+                out[i] += 1
+                left -= prices[i]
+                grew = True
     # Float noise can leave an ideal a hair under m_t (kept above) that floors below it.
     return [n if n >= m else 0 for n, m in zip(out, min_sizes, strict=True)]
 

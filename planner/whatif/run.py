@@ -47,7 +47,7 @@ class Outcome:
     """The optimum of one scenario."""
 
     scenario: Scenario
-    status: str  # the MILP's: optimal | time_limit | infeasible | ...
+    status: str  # optimal | time_limit (incumbent, see gap) | no plan | the MILP's other
     requests_per_s: float  # T, the sustained request rate (0 when nothing serves)
     cost_per_hour: float
     layout: Layout
@@ -131,16 +131,24 @@ class WhatIfRunner:
         decode_mean = float(self.workload(scenario).decode_mean)
         types = tuple(t for t in scenario.supply if t.available >= t.min_island)
         if not types:
-            out = Outcome(scenario, "infeasible", 0.0, 0.0, (), (), 0.0, math.nan,
+            out = Outcome(scenario, "no plan", 0.0, 0.0, (), (), 0.0, math.nan,
                           time.perf_counter() - t0, decode_mean)
         else:
             o = self.spec.solver
             exact = ExactSearch(time_limit=o.time_limit, mip_rel_gap=o.mip_gap,
                                 prune_tol=o.prune_tol, max_island=o.max_island)
             res = exact.solve(SearchSpace(types, scenario.budget), self.evaluator(scenario))
-            out = Outcome(scenario, res.status, float(res.value), float(res.cost_per_hour),
-                          res.layout, res.roles, float(res.bound), float(res.gap),
-                          time.perf_counter() - t0, decode_mean)
+            if res.layout and res.value > 0:
+                out = Outcome(scenario, res.status, float(res.value), float(res.cost_per_hour),
+                              res.layout, res.roles, float(res.bound), float(res.gap),
+                              time.perf_counter() - t0, decode_mean)
+            else:
+                # T = 0 is feasible for any layout: an "optimal" zero means no layout
+                # within the supply and budget serves both phases.
+                out = Outcome(scenario, "no plan" if res.status in ("optimal", "infeasible")
+                              else res.status,
+                              0.0, 0.0, (), (), float(res.bound), math.nan,
+                              time.perf_counter() - t0, decode_mean)
         self._solved[key] = out
         return out
 
@@ -180,5 +188,8 @@ def run_whatif(spec: WhatIfSpec, progress: StepProgress | None = None) -> WhatIf
     answer = None
     if spec.marginal:
         answer = marginal_answer(spec, runner, outcomes[0], progress)
+        outcomes += [o.outcome for o in answer.options]
+        if answer.reference is not None:
+            outcomes.append(answer.reference.outcome)
     return WhatIfResult(spec, outcomes, answer, time.perf_counter() - t0,
                         runner.problems_solved)

@@ -1,0 +1,114 @@
+"""`planner whatif`: procurement what-if studies from a YAML spec and/or flags.
+
+    planner whatif --inventory inventories/gpus.yaml --budget-sweep 128,256,512 --marginal 100
+    planner whatif docs/whatif-example.yaml --out reports/whatif
+
+Validates everything first (one line naming the file or flag and the field, exit 2),
+solves every scenario exactly, writes the study folder atomically (whatif.csv,
+whatif.json, plots, whatif.md) and prints the tables and the marginal-value answer.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+_NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",
+            "factor", "gain, requests/s", "per extra $/h"}
+
+
+def _default_out(spec) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("reports") / f"{stamp}-whatif-{Path(spec.inventory.name).stem}"
+
+
+def whatif(
+    spec_file: Path = typer.Argument(None, metavar="SPEC.yaml",
+                                     help="What-if spec (docs/whatif.md); flags override it."),
+    inventory: Path = typer.Option(None, help="Inventory YAML (default: the spec's, else "
+                                   "inventories/gpus.yaml)."),
+    budget: float = typer.Option(None, help="Base $/h (default: the inventory's full cost)."),
+    budget_sweep: str = typer.Option(None, help="Budgets, e.g. 128,256,512 or 128..2048 "
+                                     "(doubling) or 100..500:100."),
+    price: list[str] = typer.Option(None, help="Price sweep of a type: H200=0.8x,1.0x,1.2x "
+                                    "(factors) or H200=3.2,4,4.8 ($/GPU-h); repeatable."),
+    add: list[str] = typer.Option(None, help="Add a catalog type: TYPE:COUNT:PRICE; "
+                                  "repeatable."),
+    remove: list[str] = typer.Option(None, help="Remove a type; repeatable."),
+    workloads: str = typer.Option(None, help="Other workloads to compare, comma-separated "
+                                  "(mixtures: in the spec file)."),
+    equal_cost: bool = typer.Option(None, "--equal-cost/--no-equal-cost",
+                                    help="Mix vs each single type at the base budget."),
+    marginal: float = typer.Option(None, help="What is the next X $/h best spent on?"),
+    model: str = typer.Option(None, help="Built-in model or config.json path "
+                              "(default deepseek-v3)."),
+    workload: str = typer.Option(None, help="Base workload (default azure-conv-2023)."),
+    ranges: int = typer.Option(None, help="Input-length ranges (default 16: coarser than "
+                               "`planner plan`'s 32, ample for comparisons)."),
+    availability: str = typer.Option(None, help="inventory (the inventory's counts, default) "
+                                     "or unlimited (as many as the budget buys)."),
+    max_island: int = typer.Option(None, help="Largest island size considered (default 128)."),
+    time_limit: float = typer.Option(None, help="Seconds per scenario MILP (default 60)."),
+    ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling, ms."),
+    tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling, ms."),
+    out: Path = typer.Option(None, help="Study folder (default reports/<time>-whatif-"
+                             "<inventory>)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or tables."),
+) -> None:
+    """Procurement what-if: budget/price sweeps, add/remove a type, workload shifts,
+    homogeneous vs heterogeneous, Pareto front and the marginal value of X $/h."""
+    from planner.whatif import Flags, load_spec, run_whatif, write_whatif
+    from planner.whatif.report import notes, tables
+
+    flags = Flags(inventory=inventory, model=model, workload=workload, budget=budget,
+                  availability=availability, ranges=ranges, budget_sweep=budget_sweep,
+                  price=list(price or []), add=list(add or []), remove=list(remove or []),
+                  workloads=workloads, equal_cost=equal_cost, marginal=marginal,
+                  time_limit=time_limit, max_island=max_island, ttft_ms=ttft_ms,
+                  tpot_ms=tpot_ms)
+    spec = load_spec(spec_file, flags)
+    out = out or _default_out(spec)
+    if out.exists() and not out.is_dir():
+        from planner.errors import PlannerError
+
+        raise PlannerError(f"--out {out}: exists and is not a folder")
+    console = Console(stderr=True, quiet=quiet)
+    console.print(f"what-if: exact MILP per scenario, {spec.ranges} length ranges"
+                  + (" (what-if default; `planner plan` uses 32)" if ranges is None else "")
+                  + f", islands of at most {spec.solver.max_island} GPUs, "
+                  f"{spec.availability} availability")
+    progress = Progress(TextColumn("{task.description:<12}"), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                        transient=True, disable=quiet)
+    tasks: dict[str, int] = {}
+
+    def step(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = progress.add_task(name, total=total)
+        progress.update(tasks[name], completed=done, total=total)
+
+    with progress:
+        result = run_whatif(spec, progress=step)
+    written = write_whatif(result, out)
+    if not quiet:
+        term = Console()
+        for title, header, body in tables(result):
+            t = Table(title=title, title_justify="left", title_style="bold",
+                      header_style="bold")
+            for h in header:
+                t.add_column(h, justify="right" if h in _NUMERIC else "left")
+            for row in body:
+                t.add_row(*row)
+            term.print(t)
+        for n in notes(result):
+            term.print(n, style="dim", markup=False)
+        if result.marginal is not None:
+            term.print(Text.assemble(("Marginal value: ", "bold"), result.marginal.sentence))
+    md = next((p for p in written if p.name == "whatif.md"), out / "whatif.md")
+    print(f"what-if folder: {out}  (open {md})")

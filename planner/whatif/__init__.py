@@ -1,0 +1,40 @@
+"""Procurement what-if studies (``planner whatif``): budget and price sweeps, adding or
+removing a GPU type, workload mix shifts, homogeneous vs heterogeneous at equal cost,
+the cost/throughput Pareto front and the marginal value of the next X $/h.
+
+>>> from pathlib import Path
+>>> from planner.whatif import load_spec, run_whatif, write_whatif
+>>> spec = load_spec(Path("docs/whatif-example.yaml"))          # doctest: +SKIP
+>>> result = run_whatif(spec)                                    # doctest: +SKIP
+>>> write_whatif(result, Path("reports/whatif"))                 # doctest: +SKIP
+
+Pipeline: spec.py (YAML + flags -> WhatIfSpec) -> scenarios.py (studies -> scenarios)
+-> run.py (exact MILP per scenario) -> marginal.py (next X $/h) -> report.py / plots.py
+(files).  docs/whatif.md describes the format and the method.
+"""
+
+from planner.whatif.marginal import MarginalAnswer, MarginalOption
+from planner.whatif.pareto import pareto_mask
+from planner.whatif.report import render, write_whatif
+from planner.whatif.run import Outcome, WhatIfResult, WhatIfRunner, run_whatif
+from planner.whatif.scenarios import Scenario, expand
+from planner.whatif.spec import Flags, WhatIfSpec, load_spec
+from planner.whatif.workloads import mix_workloads
+
+__all__ = [
+    "Flags",
+    "MarginalAnswer",
+    "MarginalOption",
+    "Outcome",
+    "Scenario",
+    "WhatIfResult",
+    "WhatIfRunner",
+    "WhatIfSpec",
+    "expand",
+    "load_spec",
+    "mix_workloads",
+    "pareto_mask",
+    "render",
+    "run_whatif",
+    "write_whatif",
+]

@@ -1,0 +1,175 @@
+"""The marginal-value answer: what is the next X $/h best spent on?
+
+Starting from the base scenario (budget B, supply S), each option spends X more $/h:
+
+* "X $/h more of type t" -- budget B + X and floor(X / price_t) more GPUs of t
+  available.  Under ``inventory`` availability the supply is the inventory's; under
+  ``unlimited`` (market) availability it is the fleet of the base optimum (the GPUs one
+  would own after buying it), so the option is a real incremental purchase rather than
+  a re-optimisation of the whole fleet;
+* "X $/h more with the current availability" -- budget B + X, no new GPUs; offered
+  under ``inventory`` availability when the budget binds (the inventory costs more than
+  B), i.e. when GPUs already available sit idle for lack of budget.
+
+Every option is re-planned exactly (the whole layout, not just the added GPUs), so the
+gain dT = T(option) - T(base) is the best use of the option.  Options are ranked by
+dT / X (requests/s per extra $/h; the same order as dT since X is shared).  The
+"current availability" option's supply is contained in every "more of t" option's, so
+those are never worse; when the best gain is within the solver's tolerance of the
+current-availability gain, buying nothing new is the answer (the cheaper decision for
+the same throughput).  Under ``unlimited`` availability the full re-optimisation at
+B + X is reported as a reference (what a buyer starting from scratch would get), not
+ranked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from planner.outer.protocol import TypeSupply
+from planner.whatif.scenarios import MIX, Scenario, supply
+
+if TYPE_CHECKING:
+    from planner.whatif.run import Outcome, StepProgress, WhatIfRunner
+    from planner.whatif.spec import WhatIfSpec
+
+CURRENT = "current availability"
+
+
+@dataclass(frozen=True)
+class MarginalOption:
+    label: str  # "50 more H20 (1.00 $/h each)"
+    gpu: str | None  # None: the current-availability option / the reference
+    added: int  # GPUs made available
+    outcome: Outcome
+    gain: float  # requests/s over the base
+
+    def per_dollar(self, step: float) -> float:
+        return self.gain / step
+
+    def to_dict(self, step: float) -> dict[str, Any]:
+        return {"label": self.label, "gpu": self.gpu, "added_gpus": self.added,
+                "requests_per_s": self.outcome.requests_per_s,
+                "cost_per_hour": self.outcome.cost_per_hour, "gain_requests_per_s": self.gain,
+                "gain_per_dollar_per_hour": self.per_dollar(step),
+                "status": self.outcome.status, "gpus": self.outcome.gpus}
+
+
+@dataclass
+class MarginalAnswer:
+    step: float  # X, $/h
+    base: Outcome  # of the base scenario
+    options: list[MarginalOption]  # ranked, best first
+    tolerance: float  # requests/s below which gains are indistinguishable (solver gaps)
+    reference: MarginalOption | None = None
+    sentence: str = ""
+
+    @property
+    def best(self) -> MarginalOption | None:
+        return self.options[0] if self.options else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step_per_hour": self.step, "base_requests_per_s": self.base.requests_per_s,
+                "base_cost_per_hour": self.base.cost_per_hour, "tolerance": self.tolerance,
+                "options": [o.to_dict(self.step) for o in self.options],
+                "reference": None if self.reference is None else
+                self.reference.to_dict(self.step),
+                "answer": self.sentence}
+
+
+def marginal_scenarios(spec: WhatIfSpec, base: Outcome
+                       ) -> list[tuple[str, str | None, int, Scenario]]:
+    """(label, gpu, GPUs added, scenario) of each option; see the module docstring."""
+    step, b0 = float(spec.marginal), spec.base_budget
+    b1 = b0 + step
+    sc = base.scenario
+    if spec.availability == "unlimited":
+        owned = base.gpus
+        start = tuple(TypeSupply(e.name, owned.get(e.name, 0), e.price_per_hour, e.min_island)
+                      for e in spec.inventory.entries)
+    else:
+        start = sc.supply
+    out = []
+    for t in start:
+        n = int(math.floor(step / t.price_per_hour + 1e-9)) if t.price_per_hour > 0 else 0
+        grown = tuple(replace(u, available=u.available + n) if u.name == t.name else u
+                      for u in start)
+        label = (f"{n} more {t.name} ({t.price_per_hour:.2f} $/h each)" if n else
+                 f"no {t.name} ({t.price_per_hour:.2f} $/h each: none fits in {step:g} $/h)")
+        out.append((label, t.name, n, Scenario("marginal", f"+{step:g} $/h: {label}", MIX,
+                                               sc.workload, b1, grown, {"gpu": t.name,
+                                                                        "added": n},
+                                               sc.components)))
+    if spec.availability == "inventory" and sc.full_cost > b0 * (1 + 1e-9):
+        out.append((f"the {CURRENT} (no new GPUs)", None, 0,
+                    Scenario("marginal", f"+{step:g} $/h: {CURRENT}", MIX, sc.workload, b1,
+                             start, {"gpu": None, "added": 0}, sc.components)))
+    return out
+
+
+def rank(options: list[MarginalOption], tolerance: float) -> list[MarginalOption]:
+    """Best first by gain; within ``tolerance`` of the best, no purchase wins."""
+    ordered = sorted(options, key=lambda o: (-o.gain, o.added))
+    if not ordered:
+        return ordered
+    top = ordered[0].gain
+    free = [o for o in ordered if o.gpu is None and o.gain >= top - tolerance]
+    if free:
+        ordered.remove(free[0])
+        ordered.insert(0, free[0])
+    return ordered
+
+
+def _sentence(answer: MarginalAnswer) -> str:
+    x, base = answer.step, answer.base
+    best = answer.best
+    if best is None or best.gain <= answer.tolerance:
+        what = "" if best is None else f" (best: {best.label}, {best.gain:+.2f} requests/s)"
+        return (f"No way of spending the next {x:g} $/h raises throughput measurably over "
+                f"{base.requests_per_s:.2f} requests/s{what}.")
+    pct = best.gain / base.requests_per_s if base.requests_per_s > 0 else math.inf
+    text = (f"The next {x:g} $/h is best spent on {best.label}: "
+            f"{base.requests_per_s:.2f} -> {best.outcome.requests_per_s:.2f} requests/s "
+            f"({best.gain:+.2f}, {pct:+.1%}), {best.per_dollar(x):.3f} requests/s per extra "
+            "$/h")
+    if len(answer.options) > 1:
+        second = answer.options[1]
+        text += f"; runner-up: {second.label} ({second.gain:+.2f} requests/s)"
+    return text + "."
+
+
+def marginal_answer(spec: WhatIfSpec, runner: WhatIfRunner, base: Outcome,
+                    progress: StepProgress | None = None) -> MarginalAnswer:
+    """Solve every option with ``runner`` and rank them."""
+    todo = marginal_scenarios(spec, base)
+    options = []
+    for k, (label, gpu, n, sc) in enumerate(todo):
+        out = runner.solve(sc)
+        options.append(MarginalOption(label, gpu, n, out,
+                                      out.requests_per_s - base.requests_per_s))
+        if progress:
+            progress("marginal", k + 1, len(todo))
+    o = spec.solver
+    # Each solve is within its relative gap of its optimum (mip_gap + prune_tol when
+    # solved to optimality, the reported gap when the time limit stopped it): gains below
+    # that are not distinguishable from 0 or from each other.
+    gaps = [x.gap for x in (base, *(y.outcome for y in options)) if math.isfinite(x.gap)]
+    rel = max([o.mip_gap + o.prune_tol, *gaps])
+    tol = rel * max(base.requests_per_s,
+                    max((x.outcome.requests_per_s for x in options), default=0.0))
+    reference = None
+    if spec.availability == "unlimited":
+        b1 = spec.base_budget + float(spec.marginal)
+        sc = Scenario("marginal", f"+{spec.marginal:g} $/h: re-buy the whole fleet", MIX,
+                      base.scenario.workload, b1, supply(spec.inventory, b1, "unlimited"),
+                      {"gpu": None, "added": 0, "reference": True}, base.scenario.components)
+        out = runner.solve(sc)
+        reference = MarginalOption("the best fleet bought from scratch at "
+                                   f"{b1:g} $/h", None, 0, out,
+                                   out.requests_per_s - base.requests_per_s)
+    answer = MarginalAnswer(float(spec.marginal), base, rank(options, tol),
+                            tol, reference)
+    answer.sentence = _sentence(answer)
+    return answer

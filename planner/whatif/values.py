@@ -1,0 +1,224 @@
+"""Values of a what-if spec: small value types and the parsers of single fields.
+
+Every parser takes a :class:`~planner.workload.fields.Loc` (the file or flag and the
+dotted field) and raises its one-line :class:`PlannerError` on a bad value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perfmodel.hardware import get_gpu, gpu_from_datasheet
+from planner.errors import PlannerError
+from planner.inventory import InventoryEntry
+from planner.workload.fields import Loc
+from planner.workload.registry import resolve_workload_path
+
+# Islands above this size are not considered: under unlimited availability a 2048 $/h
+# budget would otherwise enumerate (and benchmark) islands of thousands of GPUs.
+DEFAULT_MAX_ISLAND = 128
+_ADD = {"type", "count", "price_per_hour", "min_island", "datasheet"}
+_MIX = {"mix", "share", "name"}
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Settings of every scenario's exact MILP (planner.outer.exact)."""
+
+    time_limit: float = 60.0
+    mip_gap: float = 1e-4
+    prune_tol: float = 0.005
+    max_island: int = DEFAULT_MAX_ISLAND
+
+
+@dataclass(frozen=True)
+class PriceSweep:
+    """Prices of one GPU type to try; ``factors[k] = prices[k] / inventory price``."""
+
+    gpu: str
+    prices: tuple[float, ...]
+    factors: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class WorkloadMix:
+    """A workload of the workload study: one workload (``components`` of length 1) or a
+    mixture whose pmf is the weighted sum of its components' (weights sum to 1)."""
+
+    label: str
+    components: tuple[tuple[str, float], ...]
+
+
+# ------------------------------------------------------------------ value parsers
+def positive(value: Any, loc: Loc, *, integer: bool = False, zero: bool = False) -> float:
+    """A number > 0 (>= 0 with ``zero``; whole with ``integer``); text is parsed, since
+    flags and ``"0.8x"``-style fields arrive as strings."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise loc.error(f"expected a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise loc.error(f"expected a number, got {value!r}")
+    if value < 0 or (value == 0 and not zero):
+        raise loc.error(f"must be {'>= 0' if zero else '> 0'}, got {value:g}")
+    if integer:
+        if value != int(value):
+            raise loc.error(f"expected a whole number, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+_RANGE = re.compile(r"^\s*([0-9.eE+]+)\s*\.\.\s*([0-9.eE+]+)\s*(?::\s*([0-9.eE+]+))?\s*$")
+
+
+def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:
+    """``"128,256,512"``, ``"128..2048"`` (doubling) or ``"100..500:100"`` (a step)."""
+    m = _RANGE.match(text)
+    if m:
+        lo, hi = positive(m[1], loc), positive(m[2], loc)
+        if hi < lo:
+            raise loc.error(f"range {text!r} ends below its start")
+        out, b = [], lo
+        step = positive(m[3], loc) if m[3] else None
+        while b <= hi * (1 + 1e-12) and len(out) <= 1000:
+            out.append(b)
+            b = b + step if step else 2 * b
+        if len(out) > 1000:
+            raise loc.error(f"range {text!r} has more than 1000 budgets")
+        return tuple(out)
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise loc.error("expected budgets like 128,256,512 or 128..2048")
+    return tuple(positive(p.strip(), loc) for p in parts)
+
+
+def price_value(value: Any, base: float, loc: Loc) -> tuple[float, float]:
+    """(price, factor) from ``3.2`` ($/GPU-h) or ``"0.8x"`` (a factor of ``base``)."""
+    if isinstance(value, str) and value.strip().lower().endswith("x"):
+        factor = positive(value.strip()[:-1], loc, zero=True)
+        return factor * base, factor
+    price = positive(value, loc, zero=True)
+    return price, (price / base if base > 0 else math.nan)
+
+
+def workload_ref(value: Any, loc: Loc, base_dir: Path | None) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise loc.error(f"expected a workload name or YAML path, got {value!r}")
+    text = value.strip()
+    if base_dir is not None and ("/" in text or text.endswith((".yaml", ".yml"))):
+        p = Path(text)
+        if not p.is_absolute() and (base_dir / p).is_file():
+            text = str(base_dir / p)
+    try:
+        resolve_workload_path(text)
+    except PlannerError as err:
+        raise loc.error(str(err)) from None
+    return text
+
+
+def workload_label(name: str) -> str:
+    return Path(name).stem if name.endswith((".yaml", ".yml")) else name
+
+
+def workload_items(item: Any, loc: Loc, base_dir: Path | None) -> list[WorkloadMix]:
+    """A name, or ``{mix: [a, b], share: s | [s...], name?}``: (1 - s) a + s b for each
+    share s of the second workload; ``mix`` may also be a mapping ``{a: w_a, b: w_b}``
+    of weights (normalised to sum 1)."""
+    if not isinstance(item, Mapping):
+        ref = workload_ref(item, loc, base_dir)
+        return [WorkloadMix(workload_label(ref), ((ref, 1.0),))]
+    loc.only_keys(item, _MIX)
+    mix = loc.require(item, "mix")
+    at = loc.child("mix")
+    if isinstance(mix, Mapping):
+        if "share" in item:
+            raise loc.child("share").error("give weights in 'mix' or a 'share', not both")
+        if len(mix) < 2:
+            raise at.error("a mixture needs at least two workloads")
+        refs = [workload_ref(k, at.child(str(k)), base_dir) for k in mix]
+        weights = [positive(v, at.child(str(k))) for k, v in mix.items()]
+        total = sum(weights)
+        comps = tuple((r, w / total) for r, w in zip(refs, weights, strict=True))
+        label = item.get("name") or " + ".join(f"{w:.0%} {workload_label(r)}" for r, w in comps)
+        return [WorkloadMix(str(label), comps)]
+    if not isinstance(mix, Sequence) or isinstance(mix, str) or len(mix) != 2:
+        raise at.error("expected two workloads [a, b] (with 'share') or a mapping of weights")
+    a, b = (workload_ref(v, at.child(i), base_dir) for i, v in enumerate(mix))
+    shares = loc.require(item, "share")
+    shares = shares if isinstance(shares, list) else [shares]
+    out = []
+    for i, s in enumerate(shares):
+        sl = loc.child("share").child(i) if isinstance(item["share"], list) \
+            else loc.child("share")
+        s = positive(s, sl, zero=True)
+        if s > 1:
+            raise sl.error(f"a share of the second workload must be in [0, 1], got {s:g}")
+        label = item.get("name") or f"{1 - s:.0%} {workload_label(a)} + {s:.0%} {workload_label(b)}"
+        if len(shares) > 1 and item.get("name"):
+            label = f"{item['name']} ({s:.0%})"
+        out.append(WorkloadMix(str(label), ((a, 1.0 - s), (b, s))))
+    return out
+
+
+def add_entry(item: Any, loc: Loc, default_min: int, unlimited: bool) -> InventoryEntry:
+    item = loc.mapping(item)
+    loc.only_keys(item, _ADD)
+    name = loc.require(item, "type")
+    if not isinstance(name, str) or not name.strip():
+        raise loc.child("type").error(f"expected a GPU name, got {name!r}")
+    name = name.strip()
+    if "datasheet" in item:
+        sheet = item["datasheet"]
+        if not isinstance(sheet, Mapping):
+            raise loc.child("datasheet").error("expected a mapping of datasheet numbers")
+        gpu = gpu_from_datasheet({"name": name, **sheet},
+                                 f"{loc.source}: field '{loc.child('datasheet').path}'")
+    else:
+        try:
+            gpu = get_gpu(name)
+        except PlannerError as err:
+            raise loc.child("type").error(str(err)) from None
+    if "count" in item or not unlimited:
+        count = int(positive(loc.require(item, "count"), loc.child("count"), integer=True))
+    else:
+        count = 0  # market availability: the budget decides
+    price = item.get("price_per_hour", gpu.price_per_hour or None)
+    if price is None:
+        raise loc.child("price_per_hour").error("is required (no catalog price)")
+    price = positive(price, loc.child("price_per_hour"))
+    min_island = int(positive(item.get("min_island", default_min), loc.child("min_island"),
+                               integer=True))
+    return InventoryEntry(replace(gpu, price_per_hour=price), count, price, min_island)
+
+
+def parse_add_flag(text: str) -> dict[str, Any]:
+    """``TYPE:COUNT:PRICE`` (PRICE optional: the catalog's) -> an ``add`` mapping."""
+    parts = text.split(":")
+    loc = Loc("--add")
+    if len(parts) not in (2, 3) or not parts[0].strip():
+        raise loc.error(f"expected TYPE:COUNT:PRICE (e.g. B200:32:6.0), got {text!r}")
+    item: dict[str, Any] = {"type": parts[0].strip(),
+                            "count": positive(parts[1], loc, integer=True)}
+    if len(parts) == 3:
+        item["price_per_hour"] = positive(parts[2], loc)
+    return item
+
+
+def read_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise PlannerError(f"what-if spec '{path}' does not exist")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise PlannerError(f"{path}:{line} YAML syntax error: {problem}") from None
