@@ -103,6 +103,15 @@ class SearchSpace:
         if self.target_rps is not None and not self.target_rps > 0:
             raise PlannerError("search space: target_rps must be > 0 requests/s")
 
+    @classmethod
+    def from_inventory(cls, inventory: Any, *, budget: float | None = None,
+                       target_rps: float | None = None) -> SearchSpace:
+        """From a :class:`planner.inventory.Inventory` (entries with name, count,
+        price_per_hour, min_island)."""
+        return cls(types=tuple(TypeSupply(e.name, int(e.count), float(e.price_per_hour),
+                                          int(e.min_island)) for e in inventory.entries),
+                   budget=budget, target_rps=target_rps)
+
     @property
     def prices(self) -> dict[str, float]:
         return {t.name: t.price_per_hour for t in self.types}

@@ -36,11 +36,13 @@ class SyntheticType:
     decode_min_size: int  # m_t
 
 
-# Three made-up types loosely ordered like H100 < H200 < B200.
+# Made-up rates loosely ordered like the real GPUs (H20: little compute, much memory).
 DEFAULT_TYPES = {
     "H100": SyntheticType(1.0, 0.8, 8.0, 4),
+    "H800": SyntheticType(0.95, 0.75, 8.0, 4),
     "H200": SyntheticType(1.1, 1.2, 6.0, 2),
     "B200": SyntheticType(2.4, 1.9, 6.0, 2),
+    "H20": SyntheticType(0.3, 0.6, 4.0, 2),
 }
 
 
@@ -50,6 +52,16 @@ def default_space(budget: float | None = 512.0, target_rps: float | None = None,
     return SearchSpace(types=(TypeSupply("H100", 128, 2.5, min_island),
                               TypeSupply("H200", 128, 3.5, min_island),
                               TypeSupply("B200", 64, 5.5, min_island)),
+                       budget=budget, target_rps=target_rps)
+
+
+def thesis_space(budget: float | None = 512.0, target_rps: float | None = None,
+                 min_island: int = 2) -> SearchSpace:
+    """Seed 002 Table 5.1 inventory (a): 64 H200 ($4), 64 H800 ($2), 128 H20 ($1) —
+    $512/h in all, so a $512/h budget uses everything (no procurement)."""
+    return SearchSpace(types=(TypeSupply("H200", 64, 4.0, min_island),
+                              TypeSupply("H800", 64, 2.0, min_island),
+                              TypeSupply("H20", 128, 1.0, min_island)),
                        budget=budget, target_rps=target_rps)
 
 

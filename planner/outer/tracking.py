@@ -43,6 +43,7 @@ class Tracker:
         self.best_layout: Layout | None = None
         self.best_score: Score | None = None
         self.resumed = False
+        self._restored: set[Layout] = set()  # scores from a checkpoint: no ``detail``
         self._offset = 0.0
         self._t0 = time.perf_counter()
 
@@ -68,6 +69,7 @@ class Tracker:
             h = HistoryPoint.from_dict(d)
             self.history.append(h)
             if h.layout not in self.cache:
+                self._restored.add(h.layout)
                 self.cache[h.layout] = Score(h.value, h.cost, h.feasible)
                 self._consider(h.layout, self.cache[h.layout])
 
@@ -113,12 +115,13 @@ class Tracker:
         """The search's result; re-runs the best layout once if its inner result was
         lost in a checkpoint (``detail`` is opaque and not serialised)."""
         best = self.best_score
-        if best is not None and best.detail is None and self.best_layout:
+        if best is not None and self.best_layout in self._restored:
             fresh = self._call(self.best_layout)
             self.detail_refreshes += 1
             self.evaluations += 1
             best = Score(best.value, best.cost_per_hour, best.feasible, fresh.detail)
             self.best_score = self.cache[self.best_layout] = best
+            self._restored.discard(self.best_layout)
         return SearchResult(name=name, best_layout=self.best_layout, best_score=best,
                             history=list(self.history), settings=dict(settings),
                             evaluations=self.evaluations, cache_hits=self.cache_hits,
