@@ -129,9 +129,9 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib):
     # activations small); beyond that length, and beyond the TTFT ceiling, nothing.
     room = usable_bytes(gpu, calib) - weight_bytes_per_gpu(model, grid.tp, grid.ep)
     longest = room / kv_bytes_per_token_per_gpu(model, grid.tp)
-    rps[s > longest] = 0.0
+    np.multiply(rps, s <= longest, out=rps)  # a mask multiply beats masked assignment
     if slo.ttft_ms is not None:
-        rps[t * 1e3 > slo.ttft_ms] = 0.0
+        np.multiply(rps, t <= slo.ttft_ms * 1e-3, out=rps)
     rps[:, 0] = 0.0
     return rps, t * 1e3, np.ones_like(rps)
 

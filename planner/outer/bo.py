@@ -27,6 +27,7 @@ as an uninterrupted run would have generated them.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,9 @@ class _BayesianSearch:
         if surrogate not in ("gp", "saasbo"):
             raise PlannerError(f"{self.name}: surrogate must be 'gp' or 'saasbo', "
                                f"got {surrogate!r}")
+        if surrogate == "saasbo" and importlib.util.find_spec("numpyro") is None:
+            raise PlannerError(f"{self.name}: surrogate 'saasbo' needs numpyro (and jax), "
+                               "which BoTorch uses to fit it: pip install numpyro")
         self.iterations = int(iterations)
         self.batch_size = int(batch_size)
         self.sobol_trials = int(sobol_trials) if sobol_trials is not None else self.batch_size
