@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,8 +117,8 @@ def bench_compare(args: argparse.Namespace) -> None:
                   flush=True)
     out = Path(args.out)
     plot_convergence(groups, out / "convergence.png",
-                     title=f"synthetic objective, {'$1120' if args.procure else '$512'}/h "
-                           f"inventory, budget $512/h, {args.trials} trials")
+                     title=f"synthetic objective, \\${1120 if args.procure else 512}/h "
+                           f"inventory, budget \\$512/h, {args.trials} trials")
     plot_convergence(groups, out / "convergence-time.png", x="time")
     (out / "results.json").write_text(json.dumps(
         {k: [r.to_json() for r in v] for k, v in groups.items()}))
@@ -144,7 +145,7 @@ def main() -> None:
     ap.add_argument("--procure", action="store_true",
                     help="compare on the $1120/h inventory (budget binds) instead of "
                          "Table 5.1 (a)")
-    ap.add_argument("--out", default="reports/outer-bench")
+    ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "outer-bench"))
     args = ap.parse_args()
     if args.compare:
         bench_compare(args)

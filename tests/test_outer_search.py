@@ -7,6 +7,7 @@ improvement, resume), not convergence.
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 
 import pytest
@@ -163,11 +164,34 @@ def test_target_mode_minimises_cost_subject_to_rate():
     assert min(h.cost for h in qualifying) < space.full_cost
 
 
-def test_nothing_qualifies_gives_no_best():
+def test_nothing_qualifies_gives_no_best_and_search_is_quiet(capfd, caplog):
+    caplog.set_level(logging.DEBUG)
     res = DividerBO(iterations=1, batch_size=3, sobol_trials=3).search(
         BUDGET, lambda lay: Score(0.0, BUDGET.cost(lay), False), seed=0)
     assert res.best_layout is None and res.best_score is None
     assert res.best_so_far() == [0.0] * 6
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    assert not [r for r in caplog.records if r.name.startswith(("ax", "botorch"))]
+
+
+def test_failed_generation_falls_back_to_random_batch(monkeypatch):
+    from planner.outer.ax_backend import AxDriver
+
+    real, failures = AxDriver.next_batch, []
+
+    def flaky(self, q, batch):
+        if batch == 0:
+            failures.append(batch)
+            raise RuntimeError("singular GP")
+        return real(self, q, batch)
+
+    monkeypatch.setattr(AxDriver, "next_batch", flaky)
+    res = DividerBO(iterations=2, batch_size=3, sobol_trials=3).search(
+        BUDGET, SyntheticObjective(BUDGET), seed=0)
+    assert failures == [0]
+    assert [h.phase for h in res.history] == ["sobol"] * 3 + ["fallback"] * 3 + ["bo"] * 3
+    assert all(BUDGET.fits(h.layout) for h in res.history)
 
 
 def test_single_point_space_needs_no_search():

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from perfmodel import SLO
+from planner.cli.progress import step_bars
 from planner.errors import PlannerError
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
@@ -83,15 +83,7 @@ def plan(
     console = Console(stderr=True, quiet=quiet)
     check_budget(req, str(inventory))
 
-    progress = Progress(TextColumn("{task.description:<24}"), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                        transient=True, disable=quiet)
-    tasks: dict[str, int] = {}
-
-    def step(name: str, done: int, total: int) -> None:
-        if name not in tasks:
-            tasks[name] = progress.add_task(name, total=total)
-        progress.update(tasks[name], completed=done, total=total)
+    progress, step = step_bars(console, quiet, 24)
 
     try:
         with progress:

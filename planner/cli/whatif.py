@@ -15,9 +15,10 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
+
+from planner.cli.progress import step_bars
 
 _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",
             "factor", "gain, requests/s", "per extra $/h"}
@@ -83,15 +84,7 @@ def whatif(
                   + (" (what-if default; `planner plan` uses 32)" if ranges is None else "")
                   + f", islands of at most {spec.solver.max_island} GPUs, "
                   f"{spec.availability} availability")
-    progress = Progress(TextColumn("{task.description:<12}"), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                        transient=True, disable=quiet)
-    tasks: dict[str, int] = {}
-
-    def step(name: str, done: int, total: int) -> None:
-        if name not in tasks:
-            tasks[name] = progress.add_task(name, total=total)
-        progress.update(tasks[name], completed=done, total=total)
+    progress, step = step_bars(console, quiet, 12)
 
     with progress:
         result = run_whatif(spec, progress=step)

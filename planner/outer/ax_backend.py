@@ -95,8 +95,12 @@ def quiet(torch_threads: int | None) -> Iterator[None]:
     root = logging.getLogger("ax")
     saved = [(lg, lg.level) for lg in loggers]
     saved_handlers = [(h, h.level) for h in root.handlers]
+    propagate = root.propagate
     threads = torch.get_num_threads()
     try:
+        # Loggers Ax creates later still reach its root: stop there, so that an
+        # application's own root handler does not print Ax's INFO lines either.
+        root.propagate = False
         for lg in [*loggers, root]:
             lg.setLevel(logging.ERROR)
         for h in root.handlers:
@@ -111,6 +115,7 @@ def quiet(torch_threads: int | None) -> Iterator[None]:
             lg.setLevel(level)
         for h, level in saved_handlers:
             h.setLevel(level)
+        root.propagate = propagate
         torch.set_num_threads(threads)
 
 

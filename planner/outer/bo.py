@@ -135,7 +135,7 @@ class _BayesianSearch:
 
             try:
                 for index, params in driver.running().items():  # cut short last time
-                    run(index, params, "bo" if index >= self.sobol_trials else "sobol")
+                    run(index, params, "sobol" if index < self.sobol_trials else "bo")
                 warm = enc.sample(self.sobol_trials, seed=seed, quasi=True)
                 for j in range(driver.n_trials(), self.sobol_trials):
                     run(driver.attach(warm[j]), warm[j], "sobol")
@@ -143,10 +143,19 @@ class _BayesianSearch:
                         save()
                 save()
                 while batches < self.iterations:
-                    trials = driver.next_batch(self.batch_size, batches)
+                    phase = "bo"
+                    try:
+                        trials = driver.next_batch(self.batch_size, batches)
+                    except Exception:
+                        # A numerical failure of the surrogate or the acquisition
+                        # optimiser (rare: e.g. a singular GP fit) should cost one batch
+                        # of random proposals, not the whole planning run.
+                        phase = "fallback"
+                        trials = {driver.attach(p): p for p in enc.sample(
+                            self.batch_size, seed=seed * 7919 + batches, quasi=False)}
                     batches += 1
                     for index, params in trials.items():
-                        run(index, params, "bo")
+                        run(index, params, phase)
                     save()
             except BaseException:
                 save()

@@ -50,7 +50,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import qmc
 
 from planner.errors import PlannerError
 from planner.outer.divider import divide
@@ -95,6 +94,8 @@ def _uniforms(n: int, d: int, seed: int, quasi: bool) -> np.ndarray:
     if d == 0:
         return np.zeros((n, 0))
     if quasi:
+        from scipy.stats import qmc  # scipy.stats takes ~1 s to import: only when used
+
         with warnings.catch_warnings():  # n not a power of two: fine for a warm start
             warnings.simplefilter("ignore")
             return qmc.Sobol(d, scramble=True, seed=seed).random(n)
