@@ -39,7 +39,6 @@ import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from ax.adapter.registry import Cont_X_trans, Generators, Y_trans
@@ -83,16 +82,13 @@ class BOSettings:
     saas_thinning: int = 16
     torch_threads: int | None = 1
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @contextlib.contextmanager
 def quiet(torch_threads: int | None) -> Iterator[None]:
     """Silence Ax's loggers and BoTorch/GPyTorch warnings; pin torch's thread count."""
-    loggers = [logging.getLogger(n) for n in list(logging.Logger.manager.loggerDict)
-               if n == "ax" or n.startswith("ax.")]
     root = logging.getLogger("ax")
+    loggers = [root] + [logging.getLogger(n) for n in list(logging.Logger.manager.loggerDict)
+                        if n.startswith("ax.")]
     saved = [(lg, lg.level) for lg in loggers]
     saved_handlers = [(h, h.level) for h in root.handlers]
     propagate = root.propagate
@@ -101,7 +97,7 @@ def quiet(torch_threads: int | None) -> Iterator[None]:
         # Loggers Ax creates later still reach its root: stop there, so that an
         # application's own root handler does not print Ax's INFO lines either.
         root.propagate = False
-        for lg in [*loggers, root]:
+        for lg in loggers:
             lg.setLevel(logging.ERROR)
         for h in root.handlers:
             h.setLevel(logging.ERROR)

@@ -27,7 +27,9 @@ as an uninterrupted run would have generated them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,7 @@ from planner.outer.protocol import (
     SearchResult,
     SearchSpace,
 )
-from planner.outer.tracking import Tracker
+from planner.outer.tracking import Tracker, check_seed
 
 
 class _BayesianSearch:
@@ -90,6 +92,7 @@ class _BayesianSearch:
     def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
                progress: Progress | None = None,
                checkpoint: Path | None = None) -> SearchResult:
+        seed = check_seed(seed)
         enc = self.encoding(space)
         settings = {**self.settings(), **enc.settings()}
         fingerprint = {"search": self.name, "settings": settings, "space": space.to_dict(),
@@ -105,7 +108,9 @@ class _BayesianSearch:
                 tracker.evaluate(enc.decode({}), "fixed")
             return tracker.result(self.name, settings)
 
-        from planner.outer.ax_backend import AxDriver, BOSettings, quiet
+        with warnings.catch_warnings():  # Ax 1.3.1 warns about its own moved modules
+            warnings.simplefilter("ignore")
+            from planner.outer.ax_backend import AxDriver, BOSettings, quiet
 
         bo = BOSettings(**self._bo)
         with quiet(bo.torch_threads):
@@ -158,7 +163,8 @@ class _BayesianSearch:
                         run(index, params, phase)
                     save()
             except BaseException:
-                save()
+                with contextlib.suppress(Exception):  # keep the original error
+                    save()
                 raise
         return tracker.result(self.name, settings)
 

@@ -13,6 +13,7 @@ so a resumed run regenerates them and skips the ones already in the saved histor
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from planner.errors import PlannerError
 from planner.outer.checkpoint import load_checkpoint, save_checkpoint
 from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding
 from planner.outer.protocol import LayoutObjective, Progress, SearchResult, SearchSpace
-from planner.outer.tracking import Tracker
+from planner.outer.tracking import Tracker, check_seed
 
 ENCODINGS = ("divider", "direct")
 
@@ -59,6 +60,7 @@ class RandomSearch:
     def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
                progress: Progress | None = None,
                checkpoint: Path | None = None) -> SearchResult:
+        seed = check_seed(seed)
         enc = self.encoding(space)
         settings = {**self.settings(), **enc.settings()}
         fingerprint = {"search": self.name, "settings": settings, "space": space.to_dict(),
@@ -81,6 +83,7 @@ class RandomSearch:
                     save()
             save()
         except BaseException:
-            save()
+            with contextlib.suppress(Exception):  # keep the original error
+                save()
             raise
         return tracker.result(self.name, settings)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 
+from planner.errors import PlannerError
 from planner.outer.protocol import (
     HistoryPoint,
     Layout,
@@ -26,6 +27,13 @@ from planner.outer.protocol import (
 )
 
 EMPTY_SCORE = Score(value=0.0, cost_per_hour=0.0, feasible=False)
+
+
+def check_seed(seed: int) -> int:
+    """Seeds feed NumPy, SciPy's Sobol and torch: a non-negative integer."""
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise PlannerError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
 
 
 class Tracker:
