@@ -157,7 +157,9 @@ def main() -> None:
         args.out.write_text(text)
         print(text)
         return
-    settings = vars(args) | {"out": str(args.out)}
+    out = args.out.resolve()
+    settings = vars(args) | {"out": str(out.relative_to(REPO) if out.is_relative_to(REPO)
+                                         else out.name)}
     jobs = [(inv, wl, seed, args.iterations, args.batch_size, args.ranges)
             for _, inv in CELLS for _, wl in WORKLOADS for seed in range(args.trials)]
     with ProcessPoolExecutor(args.workers) as pool:
