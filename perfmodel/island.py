@@ -19,6 +19,7 @@ decode lengths, prefix hit rate, SLOs, calibration).
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -196,12 +197,24 @@ def benchmark_island(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape
     if hit is not None:
         return hit
     grid = ConfigGrid.of(configs if configs is not None else enumerate_configs(size, model))
-    table = IslandTable(
-        gpu.name, size, model.name,
-        _phase_table("prefill", _prefill_rps, gpu, size, model, grid, shape, slo, calib),
-        _phase_table("decode", _decode_rps, gpu, size, model, grid, shape, slo, calib))
+    # The two phases are independent and numpy releases the GIL inside array
+    # operations, so building them on two threads uses both cores of a small machine.
+    decode = _pool().submit(_phase_table, "decode", _decode_rps, gpu, size, model, grid, shape,
+                            slo, calib)
+    prefill = _phase_table("prefill", _prefill_rps, gpu, size, model, grid, shape, slo, calib)
+    table = IslandTable(gpu.name, size, model.name, prefill, decode.result())
     _CACHE[key] = table
     return table
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="perfmodel")
+    return _POOL
 
 
 def clear_cache() -> None:
