@@ -19,7 +19,7 @@ from typing import Any
 from perfmodel import SLO, get_model
 from planner.errors import NoPlanError, PlannerError
 from planner.evaluate import LayoutEvaluator, PlanningContext
-from planner.inner import make_inner_solver
+from planner.inner import PIPELINE_SOLVERS, make_inner_solver
 from planner.inner.evaluator import Evaluation, evaluate
 from planner.inner.result import InnerResult
 from planner.inventory import Inventory
@@ -226,7 +226,14 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     ctx = _context(req)
-    solver = make_inner_solver(req.inner)
+    if req.inner in PIPELINE_SOLVERS:
+        if req.search == "exact":
+            raise PlannerError(f"--inner {req.inner} cannot be used with --search exact: the "
+                               "exact search needs per-island prefill/decode tables, which "
+                               "pipeline solvers do not have; use a BO search")
+        solver = make_inner_solver(req.inner, context=ctx)
+    else:
+        solver = make_inner_solver(req.inner)
     ev = LayoutEvaluator(ctx, solver,
                          objective="thesis" if req.inner == "thesis" else "sustained")
     space = req.space()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from planner.inner.common import solve_within_inventory
 from planner.inner.evaluator import Evaluation, evaluate
 from planner.inner.max_rate import MaxRateMILP
+from planner.inner.pipeline_solvers import PIPELINE_SOLVERS, BlocksSolver, ChainsSolver
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec, layout_violation
 from planner.inner.protocol import InnerSolver
 from planner.inner.result import InnerResult, IslandAssignment, infeasible_result
@@ -28,6 +29,8 @@ from planner.inner.thesis_milp import ThesisMILP
 INNER_SOLVERS: dict[str, Callable[..., InnerSolver]] = {
     "maxrate": MaxRateMILP,
     "thesis": ThesisMILP,
+    # Seeds 000/001 need the planning context: make_inner_solver(name, context=ctx).
+    **PIPELINE_SOLVERS,
 }
 
 DEFAULT_INNER = "maxrate"
@@ -43,10 +46,16 @@ def make_inner_solver(name: str = DEFAULT_INNER, **params) -> InnerSolver:
         raise PlannerError(
             f"--inner: unknown inner solver {name!r}; choose from {sorted(INNER_SOLVERS)}"
         ) from None
+    if name in PIPELINE_SOLVERS and params.get("context") is None:
+        raise PlannerError(f"--inner {name}: the pipeline solver needs the planning context "
+                           "(model, workload, GPUs) to map islands to servers")
     return factory(**params)
 
 
 __all__ = [
+    "PIPELINE_SOLVERS",
+    "BlocksSolver",
+    "ChainsSolver",
     "DEFAULT_INNER",
     "INNER_SOLVERS",
     "Evaluation",
