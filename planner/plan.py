@@ -24,7 +24,7 @@ from planner.inner.evaluator import Evaluation, evaluate
 from planner.inner.result import InnerResult
 from planner.inventory import Inventory
 from planner.outer.exact import ExactResult, ExactSearch
-from planner.outer.protocol import Layout, SearchResult, SearchSpace, TypeSupply, layout_counts
+from planner.outer.protocol import Layout, SearchResult, SearchSpace, layout_counts
 from planner.workload import load_workload, make_ranges
 
 # Progress callback: (step name, done, total)
@@ -49,10 +49,8 @@ class PlanRequest:
     exact_time_limit: float = 60.0
 
     def space(self, inventory: Inventory | None = None) -> SearchSpace:
-        inv = inventory or self.inventory
-        return SearchSpace(tuple(TypeSupply(e.name, e.count, e.price_per_hour, e.min_island)
-                                 for e in inv.entries if e.count > 0),
-                           self.budget, self.target_rps)
+        return SearchSpace.from_inventory(inventory or self.inventory, budget=self.budget,
+                                          target_rps=self.target_rps)
 
     def to_dict(self) -> dict[str, Any]:
         return {"inventory": self.inventory.to_dict(), "model": self.model,
@@ -201,11 +199,10 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
     model for both phases, per type."""
     hints = []
     for e in req.inventory.entries:
-        sizes = range(max(1, e.min_island), e.count + 1)
-        serve = [g for g in sizes if ev.island(e.name, g).prefill.feasible
-                 and ev.island(e.name, g).decode.feasible]
-        if serve:
-            g = serve[0]
+        sizes = [_smallest_serving(ev, e.name, e.min_island, e.count, phase)
+                 for phase in ("prefill", "decode")]
+        if None not in sizes:
+            g = max(sizes)
             hints.append(f"{e.name}: smallest island that serves {req.model} has {g} GPUs "
                          f"(${g * e.price_per_hour:,.2f}/h; a plan needs one for prefill and "
                          f"one for decode, ${2 * g * e.price_per_hour:,.2f}/h)")

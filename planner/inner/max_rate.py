@@ -80,10 +80,12 @@ def group_islands(problem: InnerProblem, usable: np.ndarray, aggregate: bool) ->
     return [np.array(v) for v in groups.values()]
 
 
-def build_max_rate(
-    problem: InnerProblem, usable: np.ndarray, *, aggregate: bool = True
-) -> tuple[SparseMILP, _Groups, float]:
-    """The pooled max-rate MILP; returns (model, grouping, throughput scale)."""
+def pooled_tables(problem: InnerProblem, usable: np.ndarray, aggregate: bool):
+    """Groups of identical islands and their tables over the active ranges, scaled by the
+    largest throughput so that coefficients are O(1) for the LP solver.
+
+    Returns (members, active range indices, group sizes k, scale, bP, bD, p).
+    """
     members = group_islands(problem, usable, aggregate)
     active = np.flatnonzero(problem.range_prob > 0)
     first = np.array([m[0] for m in members])
@@ -91,7 +93,14 @@ def build_max_rate(
     scale = float(max(problem.prefill_rps.max(), problem.decode_rps.max()))
     bp = problem.prefill_rps[np.ix_(first, active)] / scale
     bd = problem.decode_rps[np.ix_(first, active)] / scale
-    p = problem.range_prob[active]
+    return members, active, k, scale, bp, bd, problem.range_prob[active]
+
+
+def build_max_rate(
+    problem: InnerProblem, usable: np.ndarray, *, aggregate: bool = True
+) -> tuple[SparseMILP, _Groups, float]:
+    """The pooled max-rate MILP; returns (model, grouping, throughput scale)."""
+    members, active, k, scale, bp, bd, p = pooled_tables(problem, usable, aggregate)
     G, J = bp.shape
     can_p = bp.max(axis=1) > 0
     can_d = bd.max(axis=1) > 0

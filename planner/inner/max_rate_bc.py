@@ -38,7 +38,7 @@ import numpy as np
 
 from planner.inner.bnb import branch_and_check, new_lp
 from planner.inner.common import CoreOutcome
-from planner.inner.max_rate import group_islands
+from planner.inner.max_rate import pooled_tables
 from planner.inner.model import MILPBuilder
 from planner.inner.phase_lp import PhaseLP, PhaseSolution, cut_from_dual, heuristic_dual
 from planner.inner.problem import InnerProblem
@@ -49,14 +49,7 @@ def solve_max_rate_bc(
 ) -> CoreOutcome:
     t0 = time.perf_counter()
     deadline = math.inf if time_limit is None else t0 + time_limit
-    members = group_islands(problem, usable, aggregate=True)
-    active = np.flatnonzero(problem.range_prob > 0)
-    first = np.array([m[0] for m in members])
-    k = np.array([len(m) for m in members], dtype=float)
-    scale = float(max(problem.prefill_rps.max(), problem.decode_rps.max()))
-    bp = problem.prefill_rps[np.ix_(first, active)] / scale
-    bd = problem.decode_rps[np.ix_(first, active)] / scale
-    p = problem.range_prob[active]
+    members, active, k, scale, bp, bd, p = pooled_tables(problem, usable, aggregate=True)
     G = len(members)
     lo = np.where(bp.max(axis=1) > 0, 0.0, k)
     hi = np.where(bd.max(axis=1) > 0, k, 0.0)

@@ -108,8 +108,10 @@ class SearchSpace:
                        target_rps: float | None = None) -> SearchSpace:
         """From a :class:`planner.inventory.Inventory` (entries with name, count,
         price_per_hour, min_island)."""
+        # a type with nothing available cannot appear in any layout
         return cls(types=tuple(TypeSupply(e.name, int(e.count), float(e.price_per_hour),
-                                          int(e.min_island)) for e in inventory.entries),
+                                          int(e.min_island))
+                               for e in inventory.entries if e.count > 0),
                    budget=budget, target_rps=target_rps)
 
     @property
