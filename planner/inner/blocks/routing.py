@@ -56,10 +56,16 @@ class Placement:
 def memory_slots(inst: Instance, count: np.ndarray) -> np.ndarray:
     """``⌊(M_j − s_m m_j)/s_c⌋`` cache slots left by the blocks (memory model (2)).
 
-    Clipped at 0; whether the blocks themselves fit is the caller's check.
+    Clipped at 0; whether the blocks themselves fit is the caller's check.  With a
+    session cap (``Instance.max_sessions``) at most ``max_sessions · m_j`` slots.
     """
-    free = (inst.memory - inst.block_bytes * np.asarray(count)) / inst.cache_bytes
-    return np.maximum(safe_floor(free), 0).astype(np.int64)
+    count = np.asarray(count)
+    free = (inst.memory - inst.block_bytes * count) / inst.cache_bytes
+    slots = np.maximum(safe_floor(free), 0)
+    if inst.max_sessions is not None:
+        slots = np.minimum(slots, np.where(np.isfinite(inst.max_sessions),
+                                           inst.max_sessions * count, slots))
+    return slots.astype(np.int64)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,10 @@ class Server:
     for.  ``location`` keys the network description (defaults to ``name``).
     ``max_blocks`` optionally caps ``m_j``: the authors' simulator caps MIG slices at 4
     blocks (reading guide §3.2, "[code]"); the paper itself has no cap.
+    ``max_sessions`` optionally caps the sessions the server runs at once (its cache
+    slots become ``min(⌊(M_j − s_m m_j)/s_c⌋, max_sessions · m_j)``): our extension for
+    GPU islands, whose per-token time holds only up to the batch they are sized for
+    (``planner.inner.pipeline_map``); the paper has no cap.
     """
 
     name: str
@@ -56,6 +60,7 @@ class Server:
     tau_prefill_s: float
     location: str | None = None
     max_blocks: int | None = None
+    max_sessions: int | None = None
 
     def __post_init__(self) -> None:
         owner = f"blocks solver: server {self.name!r}"
@@ -68,6 +73,10 @@ class Server:
             not isinstance(self.max_blocks, int) or self.max_blocks < 0
         ):
             raise PlannerError(f"{owner}: field max_blocks must be an integer >= 0")
+        if self.max_sessions is not None and (
+            not isinstance(self.max_sessions, int) or self.max_sessions < 0
+        ):
+            raise PlannerError(f"{owner}: field max_sessions must be an integer >= 0")
 
     @property
     def where(self) -> str:

@@ -51,6 +51,7 @@ class Server:
     memory: float
     comm_time: float
     block_time: float
+    max_sessions: int | None = None  # our extension, see residual_slots
 
     @classmethod
     def from_token_times(
@@ -64,12 +65,14 @@ class Server:
         mean_input_len: float,
         mean_output_len: float,
         block_overhead: float = 0.0,
+        max_sessions: int | None = None,
     ) -> Server:
         """Build a server whose ``τ^p_j`` follows footnote 11 from per-block token times."""
         tau_p = block_overhead + prefill_time_per_token * mean_input_len + decode_time_per_token * (
             mean_output_len - 1.0
         )
-        return cls(id=id, memory=memory, comm_time=comm_time, block_time=tau_p)
+        return cls(id=id, memory=memory, comm_time=comm_time, block_time=tau_p,
+                   max_sessions=max_sessions)
 
 
 def footnote11_block_time(
@@ -147,11 +150,18 @@ def server_time(server: Server, n_blocks: int) -> float:
 
 
 def residual_slots(server: Server, model: ChainModel, n_hosted: int) -> int:
-    """Eq. (3): ``M̃_j = ⌊(M_j − s_m m_j)/s_c⌋`` cache slots left after hosting ``m_j`` blocks."""
+    """Eq. (3): ``M̃_j = ⌊(M_j − s_m m_j)/s_c⌋`` cache slots left after hosting ``m_j`` blocks.
+
+    With ``server.max_sessions`` (our extension for GPU islands, whose per-token time
+    holds only up to the batch they are sized for) at most ``max_sessions · m_j``.
+    """
     free = server.memory - model.block_memory * n_hosted
     if free < 0:
         raise ValueError(f"server {server.id!r} cannot host {n_hosted} blocks")
-    return safe_floor(free / model.cache_slot_memory)
+    slots = safe_floor(free / model.cache_slot_memory)
+    if server.max_sessions is not None:
+        slots = min(slots, server.max_sessions * n_hosted)
+    return slots
 
 
 def max_capacity(servers: Sequence[Server], model: ChainModel) -> int:
