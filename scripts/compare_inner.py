@@ -135,8 +135,8 @@ def plan_rows(quick: bool):
             ttft, e2e = latency(plan.result, ev)
             used = ", ".join(f"{n} {g}" for g, n in sorted(plan.gpus_used.items()) if n)
             out.append((f"{inv_name} @ {budget:g} $/h", name, plan.value,
-                        plan.evaluation.sustained_tokens_per_s, plan.cost_per_hour, ttft, e2e,
-                        used))
+                        plan.evaluation.R_sustained, plan.evaluation.sustained_tokens_per_s,
+                        plan.cost_per_hour, ttft, e2e, used))
     return out
 
 
@@ -174,10 +174,12 @@ def layout_table(data) -> str:
 
 
 def plan_table(data) -> str:
-    head = ("| inventory @ budget | inner | requests/s | tokens/s | $/h | TTFT (s) "
-            "| mean E2E (s) | GPUs used |\n|---|---|---|---|---|---|---|---|\n")
+    head = ("| inventory @ budget | inner | requests/s (solver) | requests/s (per length) "
+            "| tokens/s (per length) | $/h | TTFT (s) | mean E2E (s) | GPUs used |\n"
+            "|---|---|---|---|---|---|---|---|---|\n")
     return head + "".join(f"| {a} | {b} | {fmt(c)} | {fmt(d)} | {fmt(e)} | {fmt(f)} | "
-                          f"{fmt(g)} | {h} |\n" for a, b, c, d, e, f, g, h in data)
+                          f"{fmt(g)} | {fmt(h)} | {i} |\n"
+                          for a, b, c, d, e, f, g, h, i in data)
 
 
 def _splice(text: str, tag: str, table: str) -> str:
@@ -194,16 +196,22 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true",
                     help="one context and one small plan case (used by the tests)")
     ap.add_argument("--no-plans", action="store_true", help="only the fixed-layout table")
+    ap.add_argument("--no-layouts", action="store_true", help="only the whole-plan table")
     args = ap.parse_args()
     out = Path(args.out)
-    text = out.read_text() if out.exists() else "<!-- TABLE -->\n<!-- /TABLE -->\n"
-    tab = layout_table(layout_rows(args.quick))
-    text = _splice(text, "TABLE", tab)
-    shown = tab
+    shown, tables = "", {}
+    if not args.no_layouts:
+        shown = layout_table(layout_rows(args.quick))
+        tables["TABLE"] = shown
     if not args.no_plans:
-        ptab = plan_table(plan_rows(args.quick))
-        text = _splice(text, "PLANS", ptab)
-        shown += "\n" + ptab
+        tables["PLANS"] = plan_table(plan_rows(args.quick))
+        shown += "\n" + tables["PLANS"]
+    # Read the page only now: the tables take minutes, and its prose may change meanwhile.
+    text = out.read_text() if out.exists() else "<!-- TABLE -->\n<!-- /TABLE -->\n"
+    if tables.get("TABLE"):
+        text = _splice(text, "TABLE", tables["TABLE"])
+    if tables.get("PLANS"):
+        text = _splice(text, "PLANS", tables["PLANS"])
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(text)

@@ -10,6 +10,7 @@ from typer.exceptions import TyperException
 from planner.cli import perf as perf_cmd
 from planner.cli import plan as plan_cmd
 from planner.cli import report as report_cmd
+from planner.cli import simulate as simulate_cmd
 from planner.cli import whatif as whatif_cmd
 from planner.cli import workload as workload_cmd
 from planner.errors import PlannerError
@@ -24,6 +25,7 @@ app = typer.Typer(
 app.command("plan")(plan_cmd.plan)
 app.command("perf")(perf_cmd.perf)
 app.command("report")(report_cmd.report)
+app.command("simulate")(simulate_cmd.simulate)
 app.command("whatif")(whatif_cmd.whatif)
 app.add_typer(workload_cmd.app, name="workload")
 

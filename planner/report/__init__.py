@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import PlannerError
-from planner.report import csv_tables, files, html, markdown, plots
+from planner.report import csv_tables, files, html, markdown, plots, sim_section
 from planner.report.schema import SCHEMA_VERSION, check_plan, dumps_plan, load_plan
 from planner.report.terminal import summary_plain, summary_text
 
@@ -35,14 +35,25 @@ PLAN_FILE = "plan.json"
 RENDERED = (*csv_tables.TABLES, *plots.FIGURES, "report.md", "report.html")
 
 
-def _render(plan: Mapping[str, Any]) -> dict[str, bytes]:
-    """Every file but plan.json, in memory."""
+def _render(plan: Mapping[str, Any], sims: list[dict[str, Any]] | None = None
+            ) -> dict[str, bytes]:
+    """Every file but plan.json, in memory; ``sims`` are the records of the run's
+    simulation.json (the "Simulated latency" section, absent without them)."""
+    sims = sims or []
     out = {name: text.encode("utf-8") for name, text in csv_tables.all_tables(plan).items()}
     pngs = plots.render_pngs(plan)
     out.update(pngs)
-    out["report.md"] = markdown.render_markdown(plan).encode("utf-8")
-    out["report.html"] = html.render_html(plan, pngs).encode("utf-8")
+    sim_pngs = sim_section.sim_pngs(sims)
+    out.update(sim_pngs)
+    out["report.md"] = markdown.render_markdown(plan, sims).encode("utf-8")
+    out["report.html"] = html.render_html(plan, pngs, sims, sim_pngs).encode("utf-8")
     return out
+
+
+def _simulations(run_dir: Path) -> list[dict[str, Any]]:
+    from planner.sim.results import load_index
+
+    return load_index(run_dir)
 
 
 def write_run(plan_dict: Mapping[str, Any], run_dir: Path) -> list[Path]:
@@ -63,7 +74,7 @@ def write_run(plan_dict: Mapping[str, Any], run_dir: Path) -> list[Path]:
         raise PlannerError(f"{source}: the plan is not JSON-serialisable: {err}") from None
     plan = json.loads(text)
     check_plan(plan, source)
-    rendered = {PLAN_FILE: text.encode("utf-8"), **_render(plan)}
+    rendered = {PLAN_FILE: text.encode("utf-8"), **_render(plan, _simulations(run_dir))}
     return files.publish(rendered, run_dir)
 
 
@@ -77,4 +88,4 @@ def render_report(run_dir: Path) -> list[Path]:
         raise PlannerError(f"{run_dir}: " + ("is not a folder" if run_dir.exists()
                                              else "no such run folder"))
     plan = load_plan(run_dir / PLAN_FILE)
-    return files.publish(_render(plan), run_dir)
+    return files.publish(_render(plan, _simulations(run_dir)), run_dir)

@@ -51,7 +51,8 @@ def publish(files: Mapping[str, bytes], run_dir: Path) -> list[Path]:
     except OSError as err:
         raise PlannerError(f"{run_dir}: cannot create the run folder: {err}") from None
     try:
-        for name, data in files.items():
+        for name, data in files.items():  # names may hold sub-folders ("simulation/x/y")
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             _write_bytes(tmp / name, data)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report folder is not
         if not run_dir.exists() or _is_empty_dir(run_dir):
@@ -63,8 +64,9 @@ def publish(files: Mapping[str, bytes], run_dir: Path) -> list[Path]:
                     raise
         order = [n for n in files if n != LAST] + [n for n in files if n == LAST]
         for name in order:
+            (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp / name, run_dir / name)
-        tmp.rmdir()
+        shutil.rmtree(tmp)
         return [run_dir / name for name in files]
     except OSError as err:
         raise PlannerError(f"{run_dir}: cannot write the report: {err}") from None

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from planner.report import sections
+from planner.report import sections, sim_section
 from planner.report.csv_tables import TABLES
 from planner.report.facts import fmt, headline, homogeneous_ratio, money, num, pct
 from planner.report.markdown import title
@@ -95,8 +95,29 @@ def _figure(name: str, png: bytes) -> str:
             f"{escape(caption)}</figcaption></figure>")
 
 
-def render_html(plan: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
-    """The page; ``pngs`` maps each name of :data:`FIGURES` to its PNG bytes."""
+def _simulation_html(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]],
+                     sim_pngs: Mapping[str, bytes]) -> list[str]:
+    if not sims:
+        return []
+    from planner.sim.results import summary_rows
+
+    capacity = fmt(plan["summary"].get("requests_per_s"))
+    out = ['<h2 id="simulation">Simulated latency</h2>',
+           f"<p>{escape(sim_section.INTRO.format(capacity=capacity)).replace('*', '')}</p>",
+           html_table(summary_rows(sims))]
+    for name, (fig_title, caption) in sim_section.SIM_FIGURES.items():
+        data = base64.b64encode(sim_pngs[name]).decode("ascii")
+        out.append(f'<figure id="{escape(name)}"><img src="data:image/png;base64,{data}" '
+                   f'alt="{escape(fig_title)}"><figcaption><b>{escape(fig_title)}.</b> '
+                   f"{escape(caption)}</figcaption></figure>")
+    return out
+
+
+def render_html(plan: Mapping[str, Any], pngs: Mapping[str, bytes],
+                sims: Sequence[Mapping[str, Any]] = (),
+                sim_pngs: Mapping[str, bytes] | None = None) -> str:
+    """The page; ``pngs`` maps each name of :data:`FIGURES` to its PNG bytes; ``sims``
+    and ``sim_pngs`` add the simulation section."""
     missing = [n for n in FIGURES if n not in pngs]
     if missing:
         raise ValueError(f"render_html: no PNG for {missing}")
@@ -123,6 +144,7 @@ def render_html(plan: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
            html_table(sections.islands_table(plan)),
            '<h2 id="plots">Plots</h2>']
     out += [_figure(name, pngs[name]) for name in FIGURES if name != "convergence.png"]
+    out += _simulation_html(plan, sims, sim_pngs or {})
     out += ['<h2 id="baselines">Compared with</h2>',
             "<p>The best plan using a single GPU type at the same budget, and the exact "
             "optimum of the same model (how far the search is from it).</p>",

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from planner.report import sections
+from planner.report import sections, sim_section
 from planner.report.csv_tables import TABLES
-from planner.report.facts import headline
+from planner.report.facts import fmt, headline
 from planner.report.plots import FIGURES
 
 
@@ -29,7 +29,22 @@ def title(plan: Mapping[str, Any]) -> str:
             f"inventory '{req['inventory'].get('name', '?')}'")
 
 
-def render_markdown(plan: Mapping[str, Any]) -> str:
+def simulation_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]]
+                        ) -> list[str]:
+    """The "Simulated latency" section (empty without simulation runs)."""
+    if not sims:
+        return []
+    from planner.sim.results import summary_rows
+
+    capacity = fmt(plan["summary"].get("requests_per_s"))
+    parts = ["## Simulated latency", "", sim_section.INTRO.format(capacity=capacity), "",
+             md_table(summary_rows(sims)), ""]
+    for name, (fig_title, caption) in sim_section.SIM_FIGURES.items():
+        parts += [f"### {fig_title}", "", f"![{fig_title}]({name})", "", f"*{caption}*", ""]
+    return parts
+
+
+def render_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]] = ()) -> str:
     """The whole report; images are ``![..](name.png)`` links to the run folder's PNGs."""
     parts = [f"# {_escape(title(plan))}", ""]
     parts += ["## The answer", ""]
@@ -45,6 +60,7 @@ def render_markdown(plan: Mapping[str, Any]) -> str:
         if name == "convergence.png":
             continue
         parts += [f"### {fig_title}", "", f"![{fig_title}]({name})", "", f"*{caption}*", ""]
+    parts += simulation_markdown(plan, sims)
     parts += ["## Compared with", "",
               "The best plan using a single GPU type at the same budget, and the exact "
               "optimum of the same model (how far the search is from it).", "",

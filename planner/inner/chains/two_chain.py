@@ -54,6 +54,21 @@ def two_chain_exact(
     if not 0 < lam < nu:
         raise ValueError(f"need 0 < λ < ν = {nu:g}")
 
+    # Overflow is expected for large capacities and detected below (the caller falls
+    # back); silence numpy's warnings about it rather than print them to the user.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        alpha = _recursion(mu1, c1, mu2, c2, lam)
+    if not np.all(np.isfinite(alpha)) or alpha.min() < -1e-9 * alpha.max():
+        raise FloatingPointError("two-chain recursion lost precision; use the CTMC instead")
+    tail = lam * alpha[c1, c2] / (nu - lam)  # Σ_{n≥1} α_{n,c} (47)
+    z1, z2 = np.indices(alpha.shape)
+    num = float((alpha * (z1 + z2)).sum() + tail * (nu / (nu - lam) + c1 + c2))
+    den = float(alpha.sum() + tail)
+    return TwoChainResult(pi=alpha / den, mean_in_system=num / den, arrival_rate=lam)
+
+
+def _recursion(mu1: float, c1: int, mu2: float, c2: int, lam: float) -> np.ndarray:
+    """``α_{0,z}`` on ``𝒵_1`` by (46), (48), (50)-(52)."""
     alpha = np.zeros((c1 + 1, c2 + 1))
     alpha[0, c2] = 1.0
     for n in range(1, c1 + 1):  # (46)
@@ -73,11 +88,4 @@ def two_chain_exact(
             ) / (n * mu1)
         alpha[0, z2] = (alpha[c1, z2] - gamma[c1]) / beta[c1]  # (52)
         alpha[1:c1, z2] = beta[1:c1] * alpha[0, z2] + gamma[1:c1]
-
-    if not np.all(np.isfinite(alpha)) or alpha.min() < -1e-9 * alpha.max():
-        raise FloatingPointError("two-chain recursion lost precision; use the CTMC instead")
-    tail = lam * alpha[c1, c2] / (nu - lam)  # Σ_{n≥1} α_{n,c} (47)
-    z1, z2 = np.indices(alpha.shape)
-    num = float((alpha * (z1 + z2)).sum() + tail * (nu / (nu - lam) + c1 + c2))
-    den = float(alpha.sum() + tail)
-    return TwoChainResult(pi=alpha / den, mean_in_system=num / den, arrival_rate=lam)
+    return alpha

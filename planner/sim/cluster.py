@@ -1,0 +1,400 @@
+"""Build the simulator's islands from a plan (plan.json) or by hand (issue 8).
+
+Every number the engine needs of an island is precomputed here from the perf model, so
+that the event loop never calls it:
+
+* ``prefill_s[s]``: seconds to prefill one prompt of ``s`` tokens on one attention group
+  (:func:`perfmodel.prefill.prefill_time`, seed 002 §4.2.3), for ``s = 0 .. max_input``
+  in one vectorised call (length 0 evaluated as 1, as the island benchmark does);
+* ``step_coeffs[b]``: the six coefficients of :class:`perfmodel.decode.StepModel` at group
+  batch ``b`` (``b = 0 .. batch``), so the step time at any mean context ``L`` is
+  ``lin_fixed + lin_slope L + count max(fixed + slope L, floor)`` (:func:`step_time`);
+* ``kv_capacity_tokens``: KV tokens the island's free HBM holds, ``dp`` attention groups
+  each holding ``(usable - weights) / kv_bytes_per_token_per_gpu`` tokens;
+* ``kv_bytes_per_token``: bytes of one token's KV cache on *one* GPU of a tensor-parallel
+  group -- what one GPU-pair flow of a KV transfer carries (seed 003 §II-B).
+
+Tables are cached by what they depend on (GPU physical figures, size, configuration,
+model, batch, max_input, calibration), so a 64-island plan of a few GPU types costs a
+handful of perf-model calls.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
+from perfmodel.decode import step_model
+from perfmodel.hardware import GPU, get_gpu, gpu_from_datasheet
+from perfmodel.memory import (
+    kv_bytes_per_token_per_gpu,
+    max_decode_batch,
+    thesis_batch_rule,
+    usable_bytes,
+    weight_bytes_per_gpu,
+)
+from perfmodel.models import ModelSpec, get_model
+from perfmodel.prefill import prefill_time
+from planner.errors import PlannerError
+from planner.network import DEFAULT_NETWORK, Location, NetworkSpec
+from planner.sim.protocol import ROLES, SimCluster, SimIsland
+
+#: Input lengths covered by a hand-built island's prefill table unless told otherwise.
+DEFAULT_MAX_INPUT = 8192
+
+_CONFIG = re.compile(r"^tp(\d+)-dp(\d+)-ep(\d+)$")
+_TABLES: dict[tuple, tuple[np.ndarray, np.ndarray, int, float]] = {}
+
+
+def step_time(coeffs_row, context: float) -> float:
+    """Decode step time (s) from one row of ``SimIsland.step_coeffs`` at mean ``context``
+    tokens: ``t = c0 + c1 L + c2 max(c3 + c4 L, c5)`` (the :class:`StepModel` form)."""
+    lf, ls, count, fixed, slope, floor = coeffs_row
+    moe = fixed + slope * context
+    return lf + ls * context + count * (moe if moe > floor else floor)
+
+
+def steps_time(coeffs_row, context: float, k: int) -> float:
+    """Seconds of ``k`` consecutive decode steps of a fixed batch whose mean context is
+    ``context`` before the first: ``sum_{i=1}^{k} t(context + i)`` (every sequence gains
+    one token per step, so the mean context grows by one; the first step attends
+    ``context + 1`` tokens as in :meth:`StepModel.request_time`).
+
+    Closed form: the linear terms are an arithmetic series; the MoE term
+    ``max(u + slope i, floor)`` sits on the floor for the first ``j`` steps and is
+    arithmetic after (the same split as ``perfmodel.decode._sum_max_linear``).
+    """
+    lf, ls, count, fixed, slope, floor = coeffs_row
+    tri = 0.5 * k * (k + 1.0)
+    total = k * lf + ls * (k * context + tri)
+    if count:
+        u = fixed + slope * context
+        if slope > 0.0:
+            j = math.ceil((floor - u) / slope) - 1
+            j = 0 if j < 0 else (k if j > k else j)
+        else:
+            j = k if u < floor else 0
+        total += count * ((k - j) * u + slope * (tri - 0.5 * j * (j + 1.0)) + j * floor)
+    return total
+
+
+def steps_until(coeffs_row, context: float, k_max: int, elapsed: float) -> int:
+    """Smallest ``k`` in ``[1, k_max]`` with ``steps_time(k) >= elapsed`` (``k_max`` if
+    none): the first iteration boundary at or after ``elapsed`` seconds into an epoch.
+
+    Step times grow with the context, so ``steps_time(k) >= k t_1``: ``elapsed / t_1``
+    is an upper estimate that is off by a step or two; we walk from it."""
+    if elapsed <= 0.0:
+        return 1
+    t1 = step_time(coeffs_row, context + 1.0)
+    k = int(elapsed / t1) if t1 > 0 else k_max
+    k = 1 if k < 1 else (k_max if k > k_max else k)
+    while k > 1 and steps_time(coeffs_row, context, k - 1) >= elapsed:
+        k -= 1
+    while k < k_max and steps_time(coeffs_row, context, k) < elapsed:
+        k += 1
+    return k
+
+
+def prefill_split(prefill_s: np.ndarray) -> tuple[list[float], float, float]:
+    """Split a prefill table into a part linear in the new tokens and the attention core.
+
+    In seed 002's prefill model (perfmodel/prefill.py) a prompt of ``s`` tokens costs
+    ``L(n) + a P(s)``: ``L`` gathers the weight GEMMs (tile-padded rooflines),
+    all-reduces, all-to-alls and per-layer overheads of the ``n`` new tokens, and
+    ``a P(s)`` is the causal attention core with ``P(s) = s (s + 1) / 2`` query-key pairs.
+    A batch of prompts runs as one forward pass over the concatenated tokens -- the GEMMs
+    see ``sum n_i`` rows -- while attention stays per sequence, so
+
+        t_batch = L(sum_i n_i) + a sum_i (P(s_i) - P(h_i))        (h_i cached tokens).
+
+    ``a`` is recovered from the table itself: ``P`` has second difference 1 and the rest
+    is piecewise linear (kinks at GEMM tile edges), so the median second difference over
+    the upper half of the lengths is ``a`` exactly (tile kinks are ~2 points in 64).
+    Returns (``L`` as a list, ``a``, the slope of ``L`` beyond the table).
+    """
+    t = np.asarray(prefill_s, dtype=np.float64)
+    n = t.size
+    a = 0.0
+    if n >= 16:
+        d2 = t[2:] - 2.0 * t[1:-1] + t[:-2]
+        a = max(float(np.median(d2[len(d2) // 2:])), 0.0)
+    s = np.arange(n, dtype=np.float64)
+    lin = t - a * 0.5 * s * (s + 1.0)
+    w = min(64, n - 1)
+    tail = float((lin[-1] - lin[-1 - w]) / w) if w > 0 else 0.0
+    return lin.tolist(), a, max(tail, 0.0)
+
+
+def parse_config(text: Any, size: int, where: str) -> tuple[int, int, int]:
+    """``"tpX-dpY-epZ"`` -> (tp, dp, ep), checking tp * dp == size."""
+    m = _CONFIG.match(str(text).strip()) if isinstance(text, str) else None
+    if m is None:
+        raise PlannerError(f"{where}: expected a configuration like 'tp2-dp4-ep8', "
+                           f"got {text!r}")
+    tp, dp, ep = (int(g) for g in m.groups())
+    if min(tp, dp, ep) < 1 or tp * dp != size:
+        raise PlannerError(f"{where}: {text!r} needs tp x dp = island size {size}")
+    return tp, dp, ep
+
+
+def _tables(gpu: GPU, size: int, tp: int, dp: int, ep: int, model: ModelSpec, batch: int,
+            max_input: int, calib: Calibration, time_scale: float = 1.0):
+    """(prefill_s, step_coeffs, kv_capacity_tokens, kv_bytes_per_token), cached."""
+    key = (gpu.spec_key(), size, tp, dp, ep, model, batch, max_input, calib.key(), time_scale)
+    hit = _TABLES.get(key)
+    if hit is not None:
+        return hit
+    s = np.maximum(np.arange(max_input + 1, dtype=np.float64), 1.0)[None, :]
+    col = lambda x: np.array([[float(x)]])  # noqa: E731
+    pre = np.asarray(prefill_time(gpu, model, s, col(tp), col(dp), col(ep), 0.0, calib),
+                     dtype=np.float64)[0]
+    sizes = np.arange(batch + 1, dtype=np.float64)[None, :]
+    sm = step_model(gpu, model, sizes, col(tp), col(dp), col(ep), calib)
+    shape = (batch + 1,)
+    coeffs = np.stack([np.broadcast_to(np.asarray(sm.lin_fixed, float), (1, batch + 1))[0],
+                       np.broadcast_to(np.asarray(sm.lin_slope, float), (1, batch + 1))[0],
+                       np.full(shape, float(sm.count)),
+                       np.broadcast_to(np.asarray(sm.fixed, float), (1, batch + 1))[0],
+                       np.broadcast_to(np.asarray(sm.slope, float), (1, batch + 1))[0],
+                       np.broadcast_to(np.asarray(sm.floor, float), (1, batch + 1))[0]],
+                      axis=1)
+    if time_scale != 1.0:
+        pre = pre * time_scale
+        coeffs[:, [0, 1, 3, 4, 5]] *= time_scale  # every time term; column 2 is a count
+    kv_gpu = float(kv_bytes_per_token_per_gpu(model, tp))
+    free = usable_bytes(gpu, calib) - float(weight_bytes_per_gpu(model, tp, ep))
+    cap = int(max(free, 0.0) // kv_gpu) * dp
+    for a in (pre, coeffs):
+        a.setflags(write=False)
+    out = (pre, coeffs, cap, kv_gpu)
+    _TABLES[key] = out
+    return out
+
+
+def _as_gpu(gpu: str | GPU, gpus: Mapping[str, GPU] | None, where: str) -> GPU:
+    if isinstance(gpu, GPU):
+        return gpu
+    if not isinstance(gpu, str) or not gpu:
+        raise PlannerError(f"{where}: GPU type must be a name, got {gpu!r}")
+    if gpus and gpu in gpus:
+        return gpus[gpu]
+    try:
+        return get_gpu(gpu)
+    except PlannerError as err:
+        raise PlannerError(f"{where}: {err}") from None
+
+
+def _as_model(model: str | ModelSpec, where: str) -> ModelSpec:
+    if isinstance(model, ModelSpec):
+        return model
+    if not isinstance(model, str) or not model:
+        raise PlannerError(f"{where}: model must be a name, got {model!r}")
+    try:
+        return get_model(model)
+    except PlannerError as err:
+        raise PlannerError(f"{where}: {err}") from None
+
+
+def make_island(index: int, name: str, gpu: str | GPU, size: int, role: str, tp: int,
+                dp: int, ep: int, model: str | ModelSpec, *, batch: int | None = None,
+                location: Location | None = None, calib: Calibration = DEFAULT_CALIBRATION,
+                max_input: int = DEFAULT_MAX_INPUT, gpus: Mapping[str, GPU] | None = None,
+                range_shares: Sequence[float] = (), time_scale: float = 1.0) -> SimIsland:
+    """One island from its GPU type, size, role and parallel configuration.
+
+    ``batch`` is the decode batch *per attention group* (the plan's ``batch``); by
+    default the thesis rule (seed 002 §4.6.2) at a context of ``max_input`` tokens, i.e.
+    the batch whose sequences all fit at the longest prompt.  ``max_batch`` is
+    ``batch x dp``.  A ``location`` of ``None`` is left for :func:`make_cluster` to fill.
+    ``time_scale`` multiplies every prefill and step time (the raw perf model at 1.0).
+    """
+    where = f"island {name!r}"
+    g = _as_gpu(gpu, gpus, where)
+    m = _as_model(model, where)
+    if role not in ROLES:
+        raise PlannerError(f"{where}: role must be one of {', '.join(ROLES)}, got {role!r}")
+    for field_name, v in (("size", size), ("tp", tp), ("dp", dp), ("ep", ep)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise PlannerError(f"{where}: {field_name} must be an integer >= 1, got {v!r}")
+    if tp * dp != size:
+        raise PlannerError(f"{where}: tp x dp = {tp * dp} differs from size {size}")
+    if int(max_input) < 1:
+        raise PlannerError(f"{where}: max_input must be >= 1")
+    if weight_bytes_per_gpu(m, tp, ep) > usable_bytes(g, calib):
+        raise PlannerError(f"{where}: {m.name} weights do not fit on {g.name} at "
+                           f"tp{tp}-dp{dp}-ep{ep}")
+    if batch is None:
+        fit = max_decode_batch(g, m, np.array([[float(tp)]]), np.array([[float(ep)]]),
+                               np.array([[float(max_input)]]), calib)
+        batch = max(int(thesis_batch_rule(np.asarray(fit, float))[0, 0]), 1)
+    if isinstance(batch, bool) or int(batch) != batch or batch < 1:
+        raise PlannerError(f"{where}: batch must be an integer >= 1, got {batch!r}")
+    if not (math.isfinite(time_scale) and time_scale > 0):
+        raise PlannerError(f"{where}: time_scale must be > 0, got {time_scale!r}")
+    pre, coeffs, cap, kv = _tables(g, int(size), int(tp), int(dp), int(ep), m, int(batch),
+                                   int(max_input), calib, float(time_scale))
+    return SimIsland(index=int(index), name=str(name), gpu=g.name, size=int(size), role=role,
+                     tp=int(tp), dp=int(dp), ep=int(ep), max_batch=int(batch) * int(dp),
+                     kv_capacity_tokens=cap, kv_bytes_per_token=kv, location=location,
+                     prefill_s=pre, step_coeffs=coeffs,
+                     range_shares=tuple(float(x) for x in range_shares))
+
+
+def make_cluster(islands: Sequence[SimIsland], network: NetworkSpec = DEFAULT_NETWORK,
+                 model_name: str = "", *, range_edges: Sequence[float] | None = None,
+                 label: str = "") -> SimCluster:
+    """A cluster of ``islands`` (re-indexed in order); islands without a location are
+    placed by ``network.place`` over all island sizes (plan order, docs in
+    :mod:`planner.network`)."""
+    if not islands:
+        raise PlannerError("a cluster needs at least one island")
+    places = network.place([isl.size for isl in islands])
+    fixed = []
+    for i, isl in enumerate(islands):
+        loc = isl.location if isl.location is not None else places[i]
+        fixed.append(SimIsland(i, isl.name, isl.gpu, isl.size, isl.role, isl.tp, isl.dp,
+                               isl.ep, isl.max_batch, isl.kv_capacity_tokens,
+                               isl.kv_bytes_per_token, loc, isl.prefill_s, isl.step_coeffs,
+                               isl.range_shares))
+    roles = {isl.role for isl in fixed}
+    if "prefill" in roles and "decode" not in roles and "both" not in roles:
+        raise PlannerError("cluster has prefill islands but no decode (or both) island")
+    if "decode" in roles and "prefill" not in roles and "both" not in roles:
+        raise PlannerError("cluster has decode islands but no prefill (or both) island")
+    edges = np.asarray(range_edges if range_edges is not None else [], dtype=float)
+    return SimCluster(tuple(fixed), network, model_name, edges, label)
+
+
+def _field(d: Mapping[str, Any], key: str, where: str) -> Any:
+    if not isinstance(d, Mapping):
+        raise PlannerError(f"{where} must be a mapping")
+    if key not in d:
+        raise PlannerError(f"{where}.{key} is missing")
+    return d[key]
+
+
+def _range_edges(plan: Mapping[str, Any], n_ranges: int) -> np.ndarray:
+    """``[start_0, ..., start_{J-1}, end_{J-1}]``: range j is ``[start_j, start_{j+1})``.
+
+    Plans write ``end`` exclusive (planner.workload.Ranges); taking the next range's start
+    as the boundary also reads a plan with inclusive ends correctly."""
+    ranges = _field(plan, "ranges", "plan")
+    start = _field(ranges, "start", "plan.ranges")
+    end = _field(ranges, "end", "plan.ranges")
+    try:
+        start = np.asarray(start, dtype=float)
+        end = np.asarray(end, dtype=float)
+    except (TypeError, ValueError):
+        raise PlannerError("plan.ranges.start/end must be lists of numbers") from None
+    if start.ndim != 1 or start.shape != end.shape or len(start) != n_ranges:
+        raise PlannerError(f"plan.ranges.start/end must both have {n_ranges} entries (one per "
+                           "share of each island)")
+    if n_ranges and (np.any(np.diff(start) <= 0) or end[-1] <= start[-1]
+                     or not np.all(np.isfinite(start))):
+        raise PlannerError("plan.ranges.start must increase and end after it")
+    return np.concatenate([start, end[-1:]]) if n_ranges else np.zeros(0)
+
+
+def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None = None,
+                      gpus: Mapping[str, GPU] | None = None,
+                      calib: Calibration = DEFAULT_CALIBRATION,
+                      network: NetworkSpec = DEFAULT_NETWORK, max_input: int | None = None,
+                      locations: Sequence[Location] | None = None,
+                      time_scale: float | None = None) -> SimCluster:
+    """The cluster a plan.json describes (docs/plan-schema.md).
+
+    ``time_scale`` defaults to ``1 / calib.production_utilisation``: the plan's analytic
+    capacity carries that calibration factor (the perf model at 0.48 of its roofline
+    matches DeepSeek's production figures, ``perfmodel.calibration``), so the simulator
+    runs the plan's islands at the same speed the planner priced them at.
+
+    Idle islands are dropped; the rest keep plan order (and their ``shares``).  GPU types
+    come from ``gpus`` (e.g. the inventory's, with datasheet GPUs), the plan's inventory
+    datasheets, or the catalog.  ``max_input`` defaults to the last range's end.
+    ``locations`` (one per kept island) overrides ``network.place``.
+    """
+    if not isinstance(plan, Mapping):
+        raise PlannerError("plan must be a JSON object")
+    request = plan.get("request") or {}
+    if model is None:
+        model = _field(request, "model", "plan.request")
+    spec = _as_model(model, "plan.request.model")
+    known = dict(gpus or {})
+    inv = request.get("inventory") if isinstance(request, Mapping) else None
+    for k, g in enumerate((inv or {}).get("gpus") or []):
+        if isinstance(g, Mapping) and g.get("datasheet") and g.get("type") not in known:
+            sheet = dict(g["datasheet"])
+            sheet.setdefault("name", g.get("type"))
+            known[str(g["type"])] = gpu_from_datasheet(
+                sheet, f"plan.request.inventory.gpus[{k}].datasheet")
+    raw = _field(plan, "islands", "plan")
+    if not isinstance(raw, list) or not raw:
+        raise PlannerError("plan.islands must be a non-empty list")
+    first = raw[0] if isinstance(raw[0], Mapping) else {}
+    n_ranges = len(first.get("shares") or [])
+    edges = _range_edges(plan, n_ranges) if "ranges" in plan or n_ranges else np.zeros(0)
+    if max_input is None:
+        max_input = int(math.ceil(edges[-1])) if len(edges) else DEFAULT_MAX_INPUT
+    scale = 1.0 / calib.production_utilisation if time_scale is None else float(time_scale)
+    islands = []
+    for i, isl in enumerate(raw):
+        where = f"plan.islands[{i}]"
+        role = _field(isl, "role", where)
+        if role == "idle":
+            continue
+        if role not in ROLES:
+            raise PlannerError(f"{where}.role must be prefill, decode, both or idle, got "
+                               f"{role!r}")
+        gpu = _as_gpu(_field(isl, "gpu", where), known, f"{where}.gpu")
+        size = _field(isl, "size", where)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise PlannerError(f"{where}.size must be an integer >= 1, got {size!r}")
+        tp, dp, ep = parse_config(_field(isl, "config", where), size, f"{where}.config")
+        batch = isl.get("batch", 1)
+        if isinstance(batch, bool) or not isinstance(batch, int | float) or batch < 0 \
+                or int(batch) != batch:
+            raise PlannerError(f"{where}.batch must be an integer >= 0, got {batch!r}")
+        batch = max(int(batch), 1)
+        shares = isl.get("shares") or []
+        if len(shares) != n_ranges:
+            raise PlannerError(f"{where}.shares has {len(shares)} entries, expected {n_ranges}")
+        try:
+            shares = [float(x) for x in shares]
+        except (TypeError, ValueError):
+            raise PlannerError(f"{where}.shares must be numbers") from None
+        if any(not math.isfinite(x) or x < 0 for x in shares):
+            raise PlannerError(f"{where}.shares must be finite and >= 0")
+        try:
+            island = make_island(len(islands), f"{gpu.name}x{size}#{i}", gpu, size, role, tp,
+                                 dp, ep, spec, batch=batch, calib=calib, max_input=max_input,
+                                 range_shares=shares, time_scale=scale)
+        except PlannerError as err:
+            raise PlannerError(f"{where}: {err}") from None
+        islands.append(island)
+    if not islands:
+        raise PlannerError("plan.islands: every island is idle")
+    if locations is not None:
+        if len(locations) != len(islands):
+            raise PlannerError(f"locations: need {len(islands)} entries (one per non-idle "
+                               "island)")
+        islands = [SimIsland(x.index, x.name, x.gpu, x.size, x.role, x.tp, x.dp, x.ep,
+                             x.max_batch, x.kv_capacity_tokens, x.kv_bytes_per_token, loc,
+                             x.prefill_s, x.step_coeffs, x.range_shares)
+                   for x, loc in zip(islands, locations, strict=True)]
+    label = str(request.get("workload", "")) if isinstance(request, Mapping) else ""
+    return make_cluster(islands, network, spec.name, range_edges=edges, label=label)
+
+
+def clear_cache() -> None:
+    _TABLES.clear()
+
+
+__all__ = ["DEFAULT_MAX_INPUT", "clear_cache", "cluster_from_plan", "make_cluster",
+           "make_island", "parse_config", "prefill_split", "step_time", "steps_time",
+           "steps_until"]

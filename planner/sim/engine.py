@@ -1,0 +1,727 @@
+"""Discrete-event simulation of a plan serving a request stream (issue 8).
+
+One heap of timed events (ties broken by insertion order, so a run is a pure function
+of its inputs and seed) moves requests through
+
+    router queue -> prefill island -> KV transfer (planner.sim.netflow) -> decode island
+
+for disaggregated plans, or router -> ``both`` island for colocated ones.  Arrivals are
+not pushed on the heap: they are already sorted, so the loop merges them in.
+
+**Prefill islands.**  ``dp`` attention groups serve one FCFS island queue (each group,
+when free, takes the head).  A group batches queued prompts up to a token budget
+(``prefill_token_budget``, vLLM's ``max_num_batched_tokens``; one longer prompt runs
+alone) and the batch takes ``L(sum n_i) + a sum_i (P(s_i) - P(h_i))`` seconds: the
+GEMMs, communication and overheads of one forward pass over the concatenated new tokens
+plus per-sequence causal attention (:func:`planner.sim.cluster.prefill_split`).  A
+batch of one prompt costs exactly the perf model's ``prefill_s[s]``.  The first output
+token comes out of the prefill (DistServe/Splitwise convention); a request with one
+output token is then done.
+
+**Decode and colocated islands.**  Continuous batching (Orca, vLLM): at each iteration
+boundary the island admits queued requests FCFS while the batch is below ``max_batch``
+and their KV fits (context plus one step of growth for the whole batch); every running
+sequence then gains one token per step; each step takes ``step_time`` at group batch
+``ceil(n / dp)`` (the slowest group, the groups being synchronised by the MoE
+all-to-all) and the batch's mean context.  When the KV cache cannot hold the next step,
+the most recently admitted request is preempted (vLLM's recompute policy), requeued at
+the front, and pays a prefill of its whole context when readmitted.  On a ``both``
+island newly admitted prompts are prefilled inside the iteration (Orca / vLLM without
+chunked prefill): that iteration costs their batch prefill time plus the step time, so
+a long prompt stalls every running decode -- the interference seed 004 routes around.
+
+**Epochs.**  Between two changes of the batch (an admission, a completion, a
+preemption) its composition is fixed, so the island is advanced a whole *epoch* of
+``K`` steps at once: ``K`` is the fewest remaining tokens in the batch (a per-island
+heap of finish steps) or the steps until the KV cache fills, and the time of ``K``
+steps with a linearly growing context is closed-form
+(:func:`planner.sim.cluster.steps_time`).  An arrival that can be admitted splits the
+epoch at the next iteration boundary (:func:`planner.sim.cluster.steps_until`); one that
+cannot waits for the epoch's end, when memory frees.  One heap event per epoch, not per
+token: that is what makes ~10^5 simulated requests per wall second possible.
+
+**Router protocol.**  The engine is the :class:`planner.sim.protocol.ClusterView` the
+router reads.  ``HOLD`` on arrival keeps the request in a central FIFO queue whose head
+is offered again every ``router.hold_interval_s`` and whenever an island frees capacity
+(a prefill batch ends, a decode request completes); later arrivals queue behind it.
+``HOLD`` on the decode decision retries that request after ``hold_interval_s``, its KV
+staying on the prefill island.  The wall time of every decision is recorded.
+
+Not modelled (stated so nobody reads more into the figures): the KV a prefill island
+holds until its transfer ends does not limit its prefill; chunked prefill; KV offload.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from planner.errors import PlannerError
+from planner.sim.cluster import prefill_split, step_time, steps_time, steps_until
+from planner.sim.netflow import FlowNetwork
+from planner.sim.protocol import HOLD, BaseRouter, Router, SimCluster, SimRequest, SimResult
+
+heappush, heappop = heapq.heappush, heapq.heappop
+_perf = time.perf_counter
+_PREFILL_DONE, _NET, _EPOCH, _HOLD_RETRY, _DECODE_RETRY, _KICK = range(6)
+_INF = math.inf
+
+
+class _Prefill:
+    """A prefill island: one FCFS queue served by ``dp`` attention groups."""
+
+    __slots__ = ("i", "queue", "free", "batches", "lin", "a", "tail", "dp")
+
+    def __init__(self, i: int, dp: int, lin: list[float], a: float, tail: float) -> None:
+        self.i, self.dp, self.lin, self.a, self.tail = i, dp, lin, a, tail
+        self.queue: deque[int] = deque()
+        self.free = list(range(dp - 1, -1, -1))  # pop() takes group 0 first
+        self.batches: list[list[int]] = [[] for _ in range(dp)]
+
+
+class _Decoder:
+    """A decode or colocated island: continuous batching advanced in epochs."""
+
+    __slots__ = ("i", "both", "queue", "running", "fin", "n", "ctx", "step", "t0", "k",
+                 "m0", "extra", "row", "ver", "active", "split", "rows", "dp", "max_batch",
+                 "cap", "lin", "a", "tail", "kick")
+
+    def __init__(self, i: int, both: bool, rows: list, dp: int, max_batch: int, cap: int,
+                 lin: list[float], a: float, tail: float) -> None:
+        self.i, self.both, self.rows, self.dp = i, both, rows, dp
+        self.max_batch, self.cap, self.lin, self.a, self.tail = max_batch, cap, lin, a, tail
+        self.queue: deque[int] = deque()
+        self.running: dict[int, None] = {}  # insertion order = admission order (LIFO victim)
+        self.fin: list[tuple[int, int, int]] = []  # (finish step, admission id, request)
+        self.n = 0  # running sequences
+        self.ctx = 0  # sum of their contexts = KV tokens in use
+        self.step = 0  # iterations done so far (global step counter of the island)
+        self.t0 = self.extra = self.m0 = 0.0
+        self.k = 0
+        self.row = rows[0]
+        self.ver = 0
+        self.active = False
+        self.split = False
+        self.kick = False  # an idle island's first iteration is scheduled
+
+
+def _lin(lin: list[float], tail: float, n: int) -> float:
+    last = len(lin) - 1
+    return lin[n] if n <= last else lin[last] + (n - last) * tail
+
+
+class Simulation:
+    """One run; also the :class:`ClusterView` the router sees (live state)."""
+
+    def __init__(self, cluster: SimCluster, requests: Sequence[SimRequest], router: Router, *,
+                 seed: int = 0, prefix_cache_blocks: int | None = None,
+                 fair_sharing: bool = True, prefill_token_budget: int = 8192,
+                 oracle_refresh_s: float = 1.0) -> None:
+        isl = cluster.islands
+        n_isl = len(isl)
+        if n_isl == 0:
+            raise PlannerError("cluster has no islands")
+        if prefill_token_budget < 1:
+            raise PlannerError("prefill_token_budget must be >= 1")
+        self.cluster, self.router, self.seed = cluster, router, seed
+        self.islands = isl
+        self.now = 0.0
+        self._out = [0] * n_isl  # outstanding tokens per island
+        self.router_queue = 0
+        self.range_edges = cluster.range_edges  # for plan-following routers
+        self.budget = int(prefill_token_budget)
+        self.oracle_refresh_s = float(oracle_refresh_s)
+        self._c_hat: np.ndarray | None = None
+        self._c_next = -_INF
+        self._tier = [[cluster.network.tier_between(a.location, b.location) for b in isl]
+                      for a in isl]
+        self.net = FlowNetwork(cluster.network, [x.location for x in isl],
+                               fair_sharing=fair_sharing, gpus=[x.size for x in isl],
+                               group_gpus=[x.tp for x in isl])
+        self._pre: list[_Prefill | None] = [None] * n_isl
+        self._dec: list[_Decoder | None] = [None] * n_isl
+        split_cache: dict[int, tuple] = {}
+        for x in isl:
+            key = id(x.prefill_s)
+            if key not in split_cache:
+                split_cache[key] = prefill_split(x.prefill_s)
+            lin, a, tail = split_cache[key]
+            if x.role == "prefill":
+                self._pre[x.index] = _Prefill(x.index, x.dp, lin, a, tail)
+            else:
+                rows = [tuple(map(float, r)) for r in np.asarray(x.step_coeffs)]
+                self._dec[x.index] = _Decoder(x.index, x.role == "both", rows, x.dp,
+                                              x.max_batch, x.kv_capacity_tokens, lin, a, tail)
+        self._state = [p if p is not None else d for p, d in zip(self._pre, self._dec,
+                                                                 strict=True)]
+        self._arrival_ok = [x.role in ("prefill", "both") for x in isl]
+        self._decode_ok = [x.role == "decode" for x in isl]
+        self._kvb = [float(x.kv_bytes_per_token) for x in isl]
+        self._tp = [int(x.tp) for x in isl]
+        self.caches = None
+        if prefix_cache_blocks is not None:
+            from planner.sim.prefix_cache import LRUBlockCache
+
+            self.caches = [LRUBlockCache(int(prefix_cache_blocks)) for _ in isl]
+        # requests in arrival order; the engine works with positions into this list
+        arr = np.fromiter((r.arrival for r in requests), dtype=np.float64,
+                          count=len(requests))
+        if np.all(arr[1:] >= arr[:-1]):
+            self.reqs = list(requests)
+        else:
+            self.reqs = [requests[k] for k in np.argsort(arr, kind="stable").tolist()]
+        n = len(self.reqs)
+        for r in self.reqs:
+            if r.input_len < 1 or r.output_len < 1:
+                raise PlannerError(f"request {r.rid}: input_len and output_len must be >= 1")
+            if r.t_routed == r.t_routed or r.tokens_out:  # reused object: clear outcome
+                _reset(r)
+        self._tok = [0] * n  # tokens generated so far (valid while not running)
+        self._adm_step = [0] * n
+        self._adm_id = [-1] * n
+        self._recompute = [False] * n
+        self._pf_hit = [0] * n
+        self._heap: list[tuple] = []
+        self._seq = 0
+        self._hold: deque[int] = deque()
+        self._hold_timer = False
+        self._net_due = _INF
+        self._next_adm = 0
+        self.decisions: list[float] = []
+        self.busy: list[tuple[int, float, float, float]] = []
+        self.events = 0
+        self.completed = 0
+        self.dropped = 0
+        self._work = 0  # busy prefill groups + active decoders (+ transfers via the net)
+
+    # ----------------------------------------------------------------- ClusterView
+    # The per-island figures are kept in plain Python state (numpy element updates cost
+    # ~10x a list's in the event loop) and assembled into arrays when a router reads them:
+    # always the state at the current event.
+    @property
+    def queued(self) -> np.ndarray:
+        return np.array([len(x.queue) if x is not None else 0 for x in self._state],
+                        dtype=np.int64)
+
+    @property
+    def running(self) -> np.ndarray:
+        return np.array([d.n if d is not None else 0 for d in self._dec], dtype=np.int64)
+
+    @property
+    def outstanding_tokens(self) -> np.ndarray:
+        return np.array(self._out, dtype=np.int64)
+
+    @property
+    def kv_free_tokens(self) -> np.ndarray:
+        return np.array([d.cap - d.ctx if d is not None else x.kv_capacity_tokens
+                         for d, x in zip(self._dec, self.islands, strict=True)],
+                        dtype=np.int64)
+
+    def step_time(self, island: int, batch: int, context: float) -> float:
+        d = self._dec[island]
+        x = self.islands[island]
+        rows = d.rows if d is not None else [tuple(map(float, r)) for r in x.step_coeffs]
+        b = -(-int(batch) // x.dp)
+        b = min(max(b, 0), len(rows) - 1)
+        return step_time(rows[b], float(context))
+
+    def prefill_time(self, island: int, tokens: int) -> float:
+        t = self.islands[island].prefill_s
+        k = int(tokens)
+        if k < len(t):
+            return float(t[max(k, 0)])
+        return float(t[-1]) * (k / (len(t) - 1)) ** 2  # beyond the table: quadratic growth
+
+    def tier(self, a: int, b: int) -> int:
+        return self._tier[a][b]
+
+    def prefix_hit_tokens(self, island: int, hashes: tuple[int, ...]) -> int:
+        if self.caches is None or not hashes:
+            return 0
+        return self.caches[island].hit_tokens(hashes, 1 << 62)
+
+    def congestion_estimate(self) -> np.ndarray:
+        if self.now >= self._c_next or self._c_hat is None:
+            self._c_hat = self.net.external_utilisation(self.now)
+            self._c_next = self.now + self.oracle_refresh_s
+        return self._c_hat
+
+    def inflight_transfers(self, src: int) -> np.ndarray:
+        return self.net.inflight(src)
+
+    # ----------------------------------------------------------------- helpers
+    def _push(self, t: float, kind: int, a: int, b: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, a, b))
+
+    def _route_arrival(self, pos: int) -> int:
+        req = self.reqs[pos]
+        t = _perf()
+        i = self._route_a(req, self)
+        self._dt(_perf() - t)
+        if i != HOLD and not (0 <= i < len(self._arrival_ok) and self._arrival_ok[i]):
+            raise ValueError(f"router {self.router.name!r} sent request {req.rid} to island "
+                             f"{i}, which is not a prefill or colocated island")
+        return i
+
+    def _arrive(self, pos: int) -> None:
+        if self._hold:
+            self._hold.append(pos)
+            self.router_queue += 1
+            self._drain_hold()
+            return
+        i = self._route_arrival(pos)
+        if i == HOLD:
+            self._hold.append(pos)
+            self.router_queue += 1
+            if not self._hold_timer:
+                self._hold_timer = True
+                self._push(self.now + self.router.hold_interval_s, _HOLD_RETRY, 0, 0)
+            return
+        self._dispatch(pos, i)
+
+    def _drain_hold(self) -> None:
+        hold = self._hold
+        while hold:
+            i = self._route_arrival(hold[0])
+            if i == HOLD:
+                if not self._hold_timer:
+                    self._hold_timer = True
+                    self._push(self.now + self.router.hold_interval_s, _HOLD_RETRY, 0, 0)
+                return
+            self.router_queue -= 1
+            self._dispatch(hold.popleft(), i)
+
+    def _dispatch(self, pos: int, i: int) -> None:
+        req = self.reqs[pos]
+        req.prefill_island = i
+        req.t_routed = self.now
+        p = self._pre[i]
+        if p is None:  # colocated: the island prefills it inside an iteration
+            req.decode_island = i
+            self._recompute[pos] = True
+            d = self._dec[i]
+            if self.caches is not None and req.prefix_hashes:
+                self._pf_hit[pos] = self.caches[i].hit_tokens(req.prefix_hashes,
+                                                              req.input_len)
+            self._out[i] += req.input_len + req.output_len
+            self._dec_enqueue(d, pos, req.input_len)
+            return
+        if self.caches is not None and req.prefix_hashes:
+            self._pf_hit[pos] = self.caches[i].hit_tokens(req.prefix_hashes, req.input_len)
+        self._out[i] += req.input_len
+        if p.free and not p.queue:  # an idle group takes it alone: the common case
+            now = self.now
+            req.t_prefill_start = now
+            s, h = req.input_len, self._pf_hit[pos]
+            g = p.free.pop()
+            p.batches[g] = [pos]
+            t_end = now + _lin(p.lin, p.tail, s - h) + p.a * 0.5 * (s * (s + 1.0) - h * (h + 1.0))
+            self.busy.append((i, now, t_end, 1.0 / p.dp))
+            self._work += 1
+            self._seq = seq = self._seq + 1
+            heappush(self._heap, (t_end, seq, _PREFILL_DONE, i, g))
+            return
+        p.queue.append(pos)
+        if p.free:
+            self._start_prefill(p)
+
+    # ----------------------------------------------------------------- prefill
+    def _start_prefill(self, p: _Prefill) -> None:
+        queue, reqs, hit, budget = p.queue, self.reqs, self._pf_hit, self.budget
+        batch: list[int] = []
+        new = 0
+        pairs = 0.0
+        now = self.now
+        while queue:
+            pos = queue[0]
+            s = reqs[pos].input_len
+            h = hit[pos]
+            if batch and new + s - h > budget:
+                break
+            queue.popleft()
+            batch.append(pos)
+            new += s - h
+            pairs += 0.5 * (s * (s + 1.0) - h * (h + 1.0))
+            reqs[pos].t_prefill_start = now
+        g = p.free.pop()
+        p.batches[g] = batch
+        t_end = now + _lin(p.lin, p.tail, new) + p.a * pairs
+        self.busy.append((p.i, now, t_end, 1.0 / p.dp))
+        self._work += 1
+        self._push(t_end, _PREFILL_DONE, p.i, g)
+
+    def _prefill_done(self, i: int, g: int) -> None:
+        p = self._pre[i]
+        batch = p.batches[g]
+        p.batches[g] = []
+        p.free.append(g)
+        self._work -= 1
+        now, reqs, caches, tok = self.now, self.reqs, self.caches, self._tok
+        for pos in batch:
+            req = reqs[pos]
+            req.t_prefill_end = now
+            req.t_first_token = now
+            tok[pos] = 1
+            self._out[i] -= req.input_len
+            if caches is not None and req.prefix_hashes:
+                caches[i].touch(req.prefix_hashes)
+            if req.output_len <= 1:
+                self._complete(pos)
+            else:
+                self._route_decode(pos, i)
+        if p.queue:
+            self._start_prefill(p)
+
+    # ----------------------------------------------------------------- KV transfer
+    def _route_decode(self, pos: int, src: int) -> bool:
+        """Decide and start the KV transfer; False if the router held the request."""
+        req = self.reqs[pos]
+        t = _perf()
+        d = self._route_d(req, src, self)
+        self._dt(_perf() - t)
+        if d == HOLD:
+            self._push(self.now + self.router.hold_interval_s, _DECODE_RETRY, pos, src)
+            return False
+        if not (0 <= d < len(self._decode_ok) and self._decode_ok[d]):
+            raise ValueError(f"router {self.router.name!r} sent the KV of request {req.rid} to "
+                             f"island {d}, which is not a decode island")
+        req.decode_island = d
+        cached = 0
+        if self.caches is not None and req.prefix_hashes:
+            cached = self.caches[d].hit_tokens(req.prefix_hashes, req.input_len)
+        per_flow = (req.input_len - cached) * self._kvb[src]
+        flows = self._tp[src]
+        req.cached_tokens = cached
+        req.t_kv_start = self.now
+        req.kv_tier = self._tier[src][d]
+        req.kv_bytes = per_flow * flows
+        if per_flow <= 0:
+            self._kv_arrived(pos)
+            return True
+        net = self.net
+        net.start(self.now, pos, src, d, per_flow, flows)
+        f = net.next_finish()
+        if f < self._net_due:
+            self._net_due = f
+            self._seq = seq = self._seq + 1
+            heappush(self._heap, (f, seq, _NET, 0, 0))
+        return True
+
+    def _net_event(self) -> None:
+        now = self.now
+        if now >= self._net_due:
+            self._net_due = _INF
+        net = self.net
+        for pos in net.pop_finished(now):
+            self._kv_arrived(pos)
+        f = net.next_finish()
+        if f < self._net_due:
+            self._net_due = f
+            self._push(f, _NET, 0, 0)
+
+    def _kv_arrived(self, pos: int) -> None:
+        req = self.reqs[pos]
+        req.t_kv_end = self.now
+        d = self._dec[req.decode_island]
+        if self.caches is not None and req.prefix_hashes:
+            self.caches[d.i].touch(req.prefix_hashes)
+        t = self._tok[pos]
+        self._out[d.i] += req.output_len - t
+        if self._on_transfer is not None:
+            self._on_transfer(req, req.prefill_island, d.i)
+        self._dec_enqueue(d, pos, req.input_len + t)
+
+    # ----------------------------------------------------------------- decode
+    def _dec_enqueue(self, d: _Decoder, pos: int, ctx: int) -> None:
+        d.queue.append(pos)
+        if not d.active:
+            # start at the end of this instant, so simultaneous arrivals share the iteration
+            if not d.kick:
+                d.kick = True
+                self._push(self.now, _KICK, d.i, 0)
+        elif (not d.split and len(d.queue) == 1 and d.n < d.max_batch
+              and d.ctx + d.k * d.n + ctx + d.n + 1 <= d.cap):
+            # admissible now: end the epoch at the next iteration boundary
+            k = steps_until(d.row, d.m0, d.k, self.now - d.t0 - d.extra)
+            if k < d.k:
+                d.k = k
+                d.ver += 1
+                d.split = True
+                self._push(d.t0 + d.extra + steps_time(d.row, d.m0, k), _EPOCH, d.i, d.ver)
+
+    def _boundary(self, d: _Decoder) -> None:
+        """End the running epoch (if any) at ``now``, then admit and start the next."""
+        now, reqs, tok, adm = self.now, self.reqs, self._tok, self._adm_id
+        i = d.i
+        n, ctx_sum, step, cap = d.n, d.ctx, d.step, d.cap
+        fin, running = d.fin, d.running
+        if d.active:
+            k = d.k
+            step += k
+            ctx_sum += k * n
+            self._out[i] -= k * n
+            self.busy.append((i, d.t0, now, 1.0))
+            on_complete = self._on_complete
+            while fin and fin[0][0] <= step:
+                _, aid, pos = heappop(fin)
+                if adm[pos] != aid:
+                    continue
+                adm[pos] = -1
+                req = reqs[pos]
+                del running[pos]
+                n -= 1
+                out = req.output_len
+                ctx_sum -= req.input_len + out
+                tok[pos] = out
+                req.tokens_out = out
+                req.t_done = now
+                self.completed += 1
+                if on_complete is not None:
+                    on_complete(req)
+            d.active = False
+            self._work -= 1
+        preempted = False
+        while n and ctx_sum + n > cap:  # the next step would not fit: recompute policy
+            pos, _ = running.popitem()
+            t = tok[pos] + step - self._adm_step[pos]
+            tok[pos] = t
+            req = reqs[pos]
+            req.tokens_out = t
+            req.preemptions += 1
+            n -= 1
+            ctx_sum -= req.input_len + t
+            adm[pos] = -1
+            self._recompute[pos] = True
+            d.queue.appendleft(pos)
+            preempted = True
+        queue = d.queue
+        fresh: list[int] = []
+        pf_new = 0
+        pf_pairs = 0.0
+        if queue and (not preempted or n == 0):
+            rec, hit, adm_step = self._recompute, self._pf_hit, self._adm_step
+            max_batch = d.max_batch
+            while queue and n < max_batch:
+                pos = queue[0]
+                req = reqs[pos]
+                t = tok[pos]
+                ctx = req.input_len + t
+                if ctx_sum + ctx + n + 1 > cap:
+                    if n:
+                        break
+                    queue.popleft()  # cannot fit even alone: never served
+                    self.dropped += 1
+                    continue
+                if rec[pos]:
+                    h = hit[pos] if t == 0 else 0
+                    if fresh and pf_new + ctx - h > self.budget:
+                        break
+                    pf_new += ctx - h
+                    pf_pairs += 0.5 * (ctx * (ctx + 1.0) - h * (h + 1.0))
+                    rec[pos] = False
+                    fresh.append(pos)
+                queue.popleft()
+                self._next_adm = aid = self._next_adm + 1
+                adm[pos] = aid
+                adm_step[pos] = step
+                running[pos] = None
+                n += 1
+                ctx_sum += ctx
+                heappush(fin, (step + req.output_len - t, aid, pos))
+        d.n, d.ctx, d.step = n, ctx_sum, step
+        if not n:
+            return
+        while adm[fin[0][2]] != fin[0][1]:  # drop entries of preempted requests
+            heappop(fin)
+        k = fin[0][0] - step
+        k_mem = (cap - ctx_sum) // n
+        if k_mem < k:
+            k = k_mem
+        row = d.rows[-(-n // d.dp)]
+        m0 = ctx_sum / n
+        extra = 0.0
+        if fresh:
+            extra = _lin(d.lin, d.tail, pf_new) + d.a * pf_pairs
+            t_first = now + extra + step_time(row, m0 + 1.0)
+            for pos in fresh:
+                req = reqs[pos]
+                if tok[pos] == 0:
+                    if self.caches is not None and req.prefix_hashes:
+                        self.caches[i].touch(req.prefix_hashes)
+                    req.t_prefill_start = now
+                    req.t_prefill_end = t_first
+                    req.t_first_token = t_first
+                    self._out[i] -= req.input_len
+        d.t0, d.extra, d.row, d.m0, d.k = now, extra, row, m0, k
+        d.active = True
+        d.split = False
+        d.ver = ver = d.ver + 1
+        self._work += 1
+        self._seq = seq = self._seq + 1
+        heappush(self._heap, (now + extra + steps_time(row, m0, k), seq, _EPOCH, i, ver))
+
+    def _complete(self, pos: int) -> None:
+        req = self.reqs[pos]
+        req.tokens_out = req.output_len
+        req.t_done = self.now
+        self.completed += 1
+        if self._on_complete is not None:
+            self._on_complete(req)
+
+    # ----------------------------------------------------------------- loop
+    def run(self, *, max_events: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> float:
+        """Process every event; returns the time of the last one."""
+        reqs, heap = self.reqs, self._heap
+        self._route_a = self.router.route_arrival
+        self._route_d = self.router.route_decode
+        self._dt = self.decisions.append
+        # skip the hooks a router does not override (BaseRouter's are no-ops)
+        cls = type(self.router)
+        self._on_complete = (None if getattr(cls, "on_complete", None) is BaseRouter.on_complete
+                             else self.router.on_complete)
+        self._on_transfer = (None if getattr(cls, "on_transfer_done", None)
+                             is BaseRouter.on_transfer_done else self.router.on_transfer_done)
+        arrivals = [r.arrival for r in reqs]
+        n_req = len(arrivals)
+        ai = 0
+        events = 0
+        limit = max_events if max_events is not None else -1
+        pop = heapq.heappop
+        dec = self._dec
+        t_last = 0.0
+        hold = self._hold
+        while True:
+            if ai < n_req and (not heap or arrivals[ai] <= heap[0][0]):
+                self.now = t_last = arrivals[ai]
+                self._arrive(ai)
+                ai += 1
+            elif heap:
+                t, _, kind, a, b = pop(heap)
+                self.now = t_last = t
+                if kind == _EPOCH:
+                    d = dec[a]
+                    if b == d.ver:
+                        self._boundary(d)
+                elif kind == _PREFILL_DONE:
+                    self._prefill_done(a, b)
+                elif kind == _NET:
+                    self._net_event()
+                elif kind == _KICK:
+                    d = dec[a]
+                    d.kick = False
+                    if not d.active:
+                        self._boundary(d)
+                elif kind == _HOLD_RETRY:
+                    self._hold_timer = False
+                    self._drain_hold()
+                    if self._hold and ai >= n_req and self._stuck():
+                        break  # nothing can free capacity any more: leave them unfinished
+                elif not self._route_decode(a, b) and ai >= n_req and self._stuck():
+                    break
+                # capacity may have been freed: offer the router's queue again
+                if hold and (kind == _EPOCH or kind == _PREFILL_DONE):
+                    self._drain_hold()
+            else:
+                break
+            events += 1
+            if events == limit:
+                break
+            if progress is not None and not events & 0xFFFF:
+                progress(self.completed, n_req)
+        self.events = events
+        return t_last
+
+    def _stuck(self) -> bool:
+        """Nothing in progress could ever free capacity for held requests."""
+        return self._work == 0 and len(self.net) == 0 and all(
+            e[2] == _HOLD_RETRY or e[2] == _DECODE_RETRY for e in self._heap)
+
+
+def _reset(r: SimRequest) -> None:
+    nan = float("nan")
+    r.prefill_island = r.decode_island = r.kv_tier = -1
+    r.t_routed = r.t_prefill_start = r.t_prefill_end = r.t_kv_start = r.t_kv_end = nan
+    r.t_first_token = r.t_done = nan
+    r.kv_bytes = 0.0
+    r.cached_tokens = r.tokens_out = r.preemptions = 0
+
+
+def _timeline(busy: list[tuple[int, float, float, float]], n_isl: int, t_end: float,
+              bin_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-island busy seconds and busy fraction per bin, from weighted busy intervals.
+
+    With ``B(t) = sum_j w_j (min(t, e_j) - min(t, s_j))`` the busy time up to ``t``, bin
+    ``[t_a, t_b)`` holds ``B(t_b) - B(t_a)``; ``sum_j w_j min(t, x_j)`` for all edges at
+    once is a sort, a cumulative sum and a search."""
+    bins = max(1, int(math.ceil(t_end / bin_s))) if t_end > 0 else 1
+    edges = np.arange(bins + 1, dtype=np.float64) * bin_s
+    out = np.zeros((n_isl, bins))
+    busy_s = np.zeros(n_isl)
+    if not busy:
+        return busy_s, out
+    arr = np.array(busy, dtype=np.float64)
+    isl = arr[:, 0].astype(np.int64)
+    for i in np.unique(isl):
+        sel = arr[isl == i]
+        w = sel[:, 3]
+        busy_s[i] = float(np.sum(w * (sel[:, 2] - sel[:, 1])))
+        acc = _sum_min(edges, sel[:, 2], w) - _sum_min(edges, sel[:, 1], w)
+        out[i] = np.diff(acc) / bin_s
+    return busy_s, out
+
+
+def _sum_min(t: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``sum_j w_j min(t, x_j)`` for every ``t``."""
+    order = np.argsort(x)
+    xs, ws = x[order], w[order]
+    cwx = np.concatenate([[0.0], np.cumsum(ws * xs)])
+    cw = np.concatenate([[0.0], np.cumsum(ws)])
+    k = np.searchsorted(xs, t, side="right")  # x_j <= t contribute w_j x_j
+    return cwx[k] + t * (cw[-1] - cw[k])
+
+
+def simulate(cluster: SimCluster, requests: Sequence[SimRequest], router: Router, *,
+             seed: int = 0, warmup_s: float = 0.0, util_bin_s: float = 1.0,
+             prefix_cache_blocks: int | None = None, fair_sharing: bool = True,
+             max_events: int | None = None, progress: Callable[[int, int], None] | None = None,
+             prefill_token_budget: int = 8192, oracle_refresh_s: float = 1.0) -> SimResult:
+    """Run ``requests`` through ``cluster`` under ``router`` (module docstring).
+
+    The request objects are filled in place (and returned in ``SimResult.requests`` in the
+    order given).  ``seed`` seeds the router's generator (the engine itself draws
+    nothing).  ``max_events`` stops early (requests in flight stay unfinished);
+    ``progress(completed, total)`` is called every 65,536 events.
+    """
+    if util_bin_s <= 0:
+        raise PlannerError("util_bin_s must be > 0")
+    sim = Simulation(cluster, requests, router, seed=seed,
+                     prefix_cache_blocks=prefix_cache_blocks, fair_sharing=fair_sharing,
+                     prefill_token_budget=prefill_token_budget,
+                     oracle_refresh_s=oracle_refresh_s)
+    wall = time.perf_counter()
+    router.reset(sim, np.random.default_rng(seed))
+    t_end = sim.run(max_events=max_events, progress=progress)
+    wall = time.perf_counter() - wall
+    busy_s, timeline = _timeline(sim.busy, len(cluster.islands), t_end, util_bin_s)
+    n = len(requests)
+    rate = float("nan")
+    if n >= 2:
+        t = sorted(r.arrival for r in requests)
+        if t[-1] > t[0]:
+            rate = (n - 1) / (t[-1] - t[0])
+    return SimResult(cluster=cluster, requests=list(requests),
+                     router=getattr(router, "name", type(router).__name__), seed=seed,
+                     t_end=t_end, warmup_s=float(warmup_s), busy_s=busy_s,
+                     util_bin_s=float(util_bin_s), util_timeline=timeline,
+                     decision_times_s=np.asarray(sim.decisions, dtype=np.float64),
+                     wall_s=wall, events=sim.events, offered_rps=rate)
+
+
+__all__ = ["Simulation", "simulate"]
