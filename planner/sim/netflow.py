@@ -85,6 +85,7 @@ import numpy as np
 _NUMPY_MIN = 24  # components at least this large use the numpy filling
 _TOL = 1e-9  # relative tolerance of "this resource is saturated"
 _WMIN = 1e-9  # a resource's unfrozen weight below this is zero (float weights)
+_SAT = 1e-6  # a resource loaded to within this (relative) of capacity counts as saturated
 _EPS_T = 1e-12  # a flow whose finish is within this (s) of ``now`` counts as done
 
 
@@ -200,6 +201,8 @@ class FlowNetwork:
         n_gs = 2 * self._gbase[-1]  # group-sides: 2g egress, 2g + 1 ingress
         self._members: list[dict[int, _Transfer]] = [{} for _ in range(4 * n_gs)]
         self._gs_load = [0] * n_gs
+        self._gsides = [[[2 * g + side for g in range(self._gbase[i], self._gbase[i + 1])]
+                         for side in (0, 1)] for i in range(n)]
         self._levels = [(0,), (1,), (1, 2), (1, 2, 3)]
         self._transfers: dict[int, _Transfer] = {}
         self._heap: list[tuple[float, int, _Transfer, int]] = []
@@ -218,6 +221,7 @@ class FlowNetwork:
         self._ew = np.zeros((0, 6))
         self._occ = np.zeros(0, dtype=bool)
         self._rate_s = np.zeros(0)  # the rates of the slots' transfers (mirror)
+        self._load = [0.0] * self._n_res  # Σ m · rate per resource (kept exact-ish)
         self._slot_t: list[_Transfer | None] = []
         self._free: list[int] = []
 
@@ -294,14 +298,19 @@ class FlowNetwork:
         res = tuple(4 * ge + x for x in lv) + tuple(4 * gi + x for x in lv)
         w = (me,) * len(lv) + (mi,) * len(lv)
         t = _Transfer(key, src, k, res, w, (ge, gi), float(nbytes_per_flow), t_ref)
-        members = self._members
-        lonely = all(not members[r] for r in res)
         self._add(t)
         caps = self._caps(now)
-        if lonely:  # fast path: nothing shares a resource with it
-            t.rate = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))
-            self._rate_s[t.slot] = t.rate
-            t.finish = t_ref + t.rem / t.rate
+        idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))
+        load = self._load
+        if all(load[r] + m * idle <= caps[r & 3] * (1.0 + _TOL)
+               for r, m in zip(res, w, strict=True)):
+            # fast path: at its idle rate it saturates nothing that others use (its own
+            # bottleneck is its alone), so every other rate stays max-min
+            t.rate = idle
+            self._rate_s[t.slot] = idle
+            for r, m in zip(res, w, strict=True):
+                load[r] += m * idle
+            t.finish = t_ref + t.rem / idle
             self._push(t)
         else:
             self._rebalance(res, now, caps)
@@ -321,17 +330,23 @@ class FlowNetwork:
         now = float(now)
         heap, transfers = self._heap, self._transfers
         done: list[_Transfer] = []
+        seeds: list[int] = []
         limit = now + _EPS_T * max(1.0, abs(now))
+        caps = self._caps(now)
+        load = self._load
         while heap and heap[0][0] <= limit:
             _, _, t, ver = heapq.heappop(heap)
             if t.ver == ver and transfers.get(t.key) is t:
                 done.append(t)
+                # others can speed up only if it left a saturated resource (one that is
+                # somebody's bottleneck); conservative test, exact either way
+                if any(load[r] >= caps[r & 3] * (1.0 - _SAT) for r in t.res):
+                    seeds.extend(t.res)
                 self._remove(t)
         if not done:
             return []
-        seeds = [r for t in done for r in t.res]
         if seeds and self._transfers:
-            self._rebalance(seeds, now, self._caps(now))
+            self._rebalance(seeds, now, caps)
         return [t.key for t in done]
 
     def refresh(self, now: float) -> None:
@@ -343,11 +358,10 @@ class FlowNetwork:
     # --- internals ------------------------------------------------------------------------
 
     def _pick_group(self, island: int, side: int) -> int:
-        base, n = self._gbase[island], self._ngroups[island]
-        if n == 1:
-            return 2 * base + side
-        load = self._gs_load
-        return min((2 * g + side for g in range(base, base + n)), key=load.__getitem__)
+        sides = self._gsides[island][side]
+        if len(sides) == 1:
+            return sides[0]
+        return min(sides, key=self._gs_load.__getitem__)
 
     def _add(self, t: _Transfer) -> None:
         self._transfers[t.key] = t
@@ -373,8 +387,10 @@ class FlowNetwork:
         self._inflight[t.src, t.tier] -= 1
         if not t.res:
             return
-        for r in t.res:
-            del self._members[r][t.key]
+        load, members = self._load, self._members
+        for r, m in zip(t.res, t.w, strict=True):
+            del members[r][t.key]
+            load[r] = load[r] - m * t.rate if members[r] else 0.0  # empty: no drift
         for g in t.gs:
             self._gs_load[g] -= 1
         slot = t.slot
@@ -410,8 +426,13 @@ class FlowNetwork:
         comp = self._component(seeds)
         if comp:
             self._fill_python(comp, caps)
+            touched: set[int] = set()
             for t in comp:
                 self._set_rate(t, t.new, now)
+                touched.update(t.res)
+            load, members = self._load, self._members
+            for r in touched:  # fresh sums: no drift from the incremental updates
+                load[r] = sum(m_t.rate * m_t.w[m_t.res.index(r)] for m_t in members[r].values())
 
     def _set_rate(self, t: _Transfer, rate: float, now: float) -> None:
         """Give ``t`` a new rate from ``now`` on.  Unchanged rates (to 1e-9) are left
@@ -480,6 +501,9 @@ class FlowNetwork:
         slot_t = self._slot_t
         for i, x in zip(rows[moved].tolist(), rate[moved].tolist(), strict=True):
             self._set_rate(slot_t[i], x, now)
+        er = self._er[rows].ravel()
+        ew = (self._ew[rows] * self._rate_s[rows][:, None]).ravel()
+        self._load = np.bincount(er, weights=ew, minlength=self._n_res + 1)[:-1].tolist()
 
 
 __all__ = ["Background", "FlowNetwork", "waterfill"]

@@ -100,6 +100,7 @@ class TrainResult:
     curve: list[dict[str, float]]
     wall_s: float
     meta: dict[str, Any] = field(default_factory=dict)
+    pretrained: dict[str, Any] | None = None  # online-net state dict after phase 2
 
 
 def train(cfg: TrainConfig, *, progress: Callable[[dict[str, float]], None] | None = None
@@ -127,6 +128,7 @@ def train(cfg: TrainConfig, *, progress: Callable[[dict[str, float]], None] | No
                               beta=cfg.beta_d)
         rate = cfg.rate or SCENARIO_RATE
         curve: list[dict[str, float]] = []
+        pretrained = None
         t0 = time.perf_counter()
 
         def episode(phase: str, k: int, wl_seed: int, sim_seed: int, **kw) -> None:
@@ -164,12 +166,13 @@ def train(cfg: TrainConfig, *, progress: Callable[[dict[str, float]], None] | No
         if cfg.n_demo:
             agent.gamma = clock.current()[0]
             agent.pretrain(cfg.pretrain_steps)
+            pretrained = {k: v.clone() for k, v in agent.online.state_dict().items()}
             episode("eval", 0, cfg.workload_seed + 9000, cfg.seed + 9000)
         for k in range(cfg.episodes):
             episode("rl", k, cfg.workload_seed + k, cfg.seed + k, learner=agent,
                     epsilon=epsilon(k, cfg), normaliser=norm, clock=clock)
         meta = {"normaliser": norm.to_dict() if norm else None, "clock_k": clock.k}
-        return TrainResult(agent, scfg, curve, time.perf_counter() - t0, meta)
+        return TrainResult(agent, scfg, curve, time.perf_counter() - t0, meta, pretrained)
     finally:
         torch.set_num_threads(threads)
 
