@@ -39,6 +39,7 @@ def policies() -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = [("round-robin", RoundRobinRouter), ("jsq", JSQRouter),
                                      ("mixing (greedy)", MixingRouter)]
     for v, label in (("baseline", "baseline RL"), ("aware", "workload-aware RL"),
+                     ("pretrained", "guided RL, warm start only"),
                      ("guided", "workload-guided RL")):
         if weights_path(v).is_file():
             out.append((label, lambda v=v: DQNRouter(variant=v)))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.sim.rl.agent import DQNConfig  # noqa: E402
+from planner.sim.rl.agent import DQNConfig, q_network  # noqa: E402
 from planner.sim.rl.schedule import VARIANTS  # noqa: E402
 from planner.sim.rl.train import TrainConfig, train  # noqa: E402
 from planner.sim.routers.dqn import save_policy, weights_path  # noqa: E402
@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--demo-episodes", type=int, default=None,
                     help="mixing-greedy demonstration episodes (default: 8 guided, 0 else)")
     ap.add_argument("--pretrain-steps", type=int, default=3000)
+    ap.add_argument("--finetune-lr", type=float, default=1e-4,
+                    help="learning rate after the warm start (0: keep --lr)")
+    ap.add_argument("--demo-frac", type=float, default=0.25)
     ap.add_argument("--warmup", type=int, default=1000, help="transitions before learning")
     ap.add_argument("--beta-d", type=float, default=0.5)
     ap.add_argument("--no-mask", action="store_true", help="allow routing into full KV")
@@ -67,14 +70,15 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     for v in variants:
-        dqn = DQNConfig(batch=args.batch, warmup=args.warmup,
+        dqn = DQNConfig(batch=args.batch, warmup=args.warmup, demo_frac=args.demo_frac,
                         reward_scale=0.01 if args.no_normalise else 1.0)
         cfg = TrainConfig(variant=v, episodes=args.episodes,
                           explore_episodes=args.explore_episodes, eps_start=args.eps_start,
                           requests=args.requests, rate=args.rate, seed=args.seed,
                           mask=not args.no_mask, normalise=not args.no_normalise,
                           demo_episodes=args.demo_episodes,
-                          pretrain_steps=args.pretrain_steps, beta_d=args.beta_d, dqn=dqn)
+                          pretrain_steps=args.pretrain_steps, beta_d=args.beta_d,
+                          finetune_lr=args.finetune_lr or None, dqn=dqn)
 
         def show(row, v=v):
             print(f"[{v}] {row['phase']:4s} {row['episode']:3d} eps {row['epsilon']:.2f} "
@@ -94,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
             "max_batch": mw.MAX_BATCH, "kv_capacity_tokens": mw.SCENARIO_KV_TOKENS,
             "rate": args.rate}, "wall_s": res.wall_s}
         save_policy(path, res.agent.online, res.state_config, meta)
+        if res.pretrained is not None:  # the warm start alone, for the validation table
+            net = q_network(res.state_config.dim, res.state_config.n_actions, cfg.dqn.hidden)
+            net.load_state_dict(res.pretrained)
+            save_policy(path.with_name(weights_path("pretrained").name), net,
+                        res.state_config, {**meta, "variant": "pretrained",
+                                           "note": "guided warm start before RL"})
         _write_json(path.with_suffix(".json"), {**meta, "curve": res.curve})
         print(f"[{v}] wrote {path} ({path.stat().st_size} bytes) in {res.wall_s:.0f}s",
               flush=True)

@@ -52,8 +52,10 @@ def test_percentiles_and_means():
     assert m.tpot.mean == pytest.approx(0.1) and m.tpot.p99 == pytest.approx(0.1)
     assert m.e2e.p50 == pytest.approx(np.percentile(ttft + 1.0, 50))
     assert m.completed == 100 and m.unfinished == 0
-    assert m.throughput_rps == pytest.approx(10.0)  # 100 in a 10 s window
-    assert m.output_tokens_per_s == pytest.approx(110.0)
+    # completions every 0.06 s (arrivals every 0.05 s, latency growing 0.01 s a request):
+    # the central span measures that rate, not 100 requests over the 10 s of t_end
+    assert m.throughput_rps == pytest.approx(1 / 0.06)
+    assert m.output_tokens_per_s == pytest.approx(11 / 0.06)
     rows = latency_table(m)
     assert rows[0][0] == "metric" and rows[1][0] == "TTFT"
     assert rows[1][2] == pytest.approx(1e3 * ttft.mean())
@@ -69,8 +71,8 @@ def test_slo_attainment_goodput_and_unfinished():
     m = summarise(result(reqs, t_end=5.0), ttft_slo_s=0.2, tpot_slo_s=0.2)
     assert m.measured == 6 and m.completed == 4 and m.unfinished == 2
     assert m.slo_attainment == pytest.approx(2 / 6)
+    assert m.throughput_rps == pytest.approx(4 / 5.0)  # under 20 completions: / window
     assert m.goodput_rps == pytest.approx(2 / 5.0)
-    assert m.throughput_rps == pytest.approx(4 / 5.0)
     assert m.ttft.n == 5  # the started-but-unfinished one has a TTFT
     assert m.tpot.n == 3  # completed with more than one token
     loose = summarise(result(reqs, t_end=5.0))  # no SLO: attainment = completed fraction
@@ -86,6 +88,17 @@ def test_warmup_excludes_early_arrivals():
     assert m.measured == 2 and m.window_s == pytest.approx(4.0)
     assert m.ttft.mean == pytest.approx(0.3)  # the 5 s warm-up outlier is out
     assert m.throughput_rps == pytest.approx(2 / 4.0)
+
+
+def test_throughput_ignores_the_drain_after_the_last_arrival():
+    # 200 arrivals at 100 req/s served at 100 req/s with 20 s latency; t_end is 22 s.
+    # Completions / (t_end - warmup) would read 200 / 22 ≈ 9 req/s.
+    reqs = [req(k, 0.01 * k, 0.5, 20.0, 5) for k in range(200)]
+    m = summarise(result(reqs, t_end=22.0))
+    assert m.throughput_rps == pytest.approx(100.0, rel=1e-6)
+    assert m.goodput_rps == pytest.approx(100.0, rel=1e-6)  # no SLO: every completion
+    strict = summarise(result(reqs, t_end=22.0), ttft_slo_s=0.4)
+    assert strict.goodput_rps == 0.0 and strict.throughput_rps == pytest.approx(100.0)
 
 
 def test_kv_time_per_tier_and_preemptions():

@@ -271,3 +271,32 @@ def test_many_transfers_use_the_dense_filling_consistently():
     a, b = run(10**9), run(1)
     assert a.keys() == b.keys() == set(range(60))
     assert all(a[k] == pytest.approx(b[k], rel=1e-7) for k in a)
+
+
+@pytest.mark.parametrize("threshold", [10**9, 1])
+def test_incremental_rates_always_equal_a_full_refill(threshold, monkeypatch):
+    """The fast paths (idle-rate start, no-op completion) and the component refills keep
+    every rate equal to max-min recomputed from scratch after every event."""
+    import planner.sim.netflow as nf
+
+    monkeypatch.setattr(nf, "_NUMPY_MIN", threshold)
+    rng = np.random.default_rng(7)
+    net = FlowNetwork(DEFAULT_NETWORK, LOCS, gpus=[8, 4, 8, 8, 2, 8],
+                      group_gpus=[4, 4, 8, 4, 2, 8])
+    now, key, checked = 0.0, 0, 0
+    for _ in range(400):
+        if rng.random() < 0.55 or len(net) == 0:
+            s, d = rng.choice(6, size=2, replace=False)
+            net.start(now, key, int(s), int(d), float(rng.uniform(0.01, 1.0)) * GB,
+                      int(rng.choice([1, 2, 4])))
+            key += 1
+        else:
+            now = net.next_finish()
+            assert net.pop_finished(now)
+        rows = np.flatnonzero(net._occ)
+        cap = np.append(np.asarray(net._caps(now))[net._lvl], np.inf)
+        ref = waterfill(net._er[rows], net._ew[rows], cap)
+        got = np.array([net._slot_t[i].rate for i in rows])
+        assert np.allclose(got, ref, rtol=1e-7), (key, now)
+        checked += len(rows)
+    assert checked > 1000  # enough concurrency to exercise sharing

@@ -51,7 +51,8 @@ def simulate(
     """Simulate the plan in RUN_DIR and write latency metrics and plots beside it."""
     from planner.report import load_plan, render_report
     from planner.sim.results import write_simulation
-    from planner.sim.run import SimSettings, run_plan
+    from planner.sim.pipeline_cluster import PIPELINE_INNERS
+    from planner.sim.run import SimSettings, pipeline_settings, run_plan
 
     plan = load_plan(run_dir / "plan.json")
     names = [r.strip() for r in router.split(",") if r.strip()]
@@ -65,6 +66,10 @@ def simulate(
                                trace=str(trace) if trace else None, trace_format=trace_format,
                                ttft_slo_s=ttft_slo, tpot_slo_s=tpot_slo,
                                fair_sharing=not no_fair_sharing)
+        inner = (plan.get("request") or {}).get("inner")
+        if inner in PIPELINE_INNERS:  # "range" means JFFC on a pipeline plan
+            settings = pipeline_settings(settings, inner)
+        name = settings.router
         with console.status(f"simulating {requests:,} requests with router {name} ..."):
             run = run_plan(plan, settings)
         runs.append(run)

@@ -36,9 +36,10 @@ import numpy as np
 
 from planner.errors import NoPlanError
 from planner.inner.blocks import Load, solve_blocks
-from planner.inner.chains import plan_chains
+from planner.inner.chains import ChainPlan, plan_chains
 from planner.inner.pipeline_map import (
     DataCentreNetwork,
+    IslandServer,
     PipelineWorkload,
     blocks_model,
     blocks_server,
@@ -172,19 +173,17 @@ class ChainsSolver(_PipelineBase):
     iterations: int = 6
     name: str = "seed001"
 
-    def solve(self, problem: InnerProblem) -> InnerResult:
-        t0 = time.perf_counter()
-        if not problem.islands:
-            return infeasible_result(problem, self.name, "empty layout: no islands to assign")
+    def plan(self, problem: InnerProblem) -> tuple[ChainPlan, list[IslandServer]]:
+        """The chain plan of ``problem.islands`` and the island servers it was made on
+        (server ``"i{k}"`` is ``problem.islands[k]``); only the islands are read.
+        Deterministic (no random choice), so a plan.json's chains can be rebuilt from
+        its layout (``planner.sim.pipeline_cluster``).  Raises :class:`NoPlanError` when
+        no chain plan exists."""
         wl, isl = self._map(problem)
         ctx_model = self.context.model
         model = chains_model(ctx_model, wl)
         servers = [chains_server(s, ctx_model, wl, self.network) for s in isl]
-        try:
-            plan = plan_chains(servers, model, 1e-9, rho_bar=self.rho_bar, c=1)
-        except NoPlanError as exc:
-            return infeasible_result(problem, self.name, str(exc),
-                                     wall_time_s=time.perf_counter() - t0)
+        plan = plan_chains(servers, model, 1e-9, rho_bar=self.rho_bar, c=1)
         best_free = max(s.memory for s in servers)
         c_max = int((best_free - model.block_memory) // model.cache_slot_memory)
         grid = geometric_grid(c_max, 16)
@@ -202,6 +201,17 @@ class ChainsSolver(_PipelineBase):
         if plan.arrival_rate < 1e-6:  # only the c = 1 probe: price it at the design load
             plan = plan_chains(servers, model, self.rho_bar * plan.max_throughput,
                                rho_bar=self.rho_bar, c=1)
+        return plan, isl
+
+    def solve(self, problem: InnerProblem) -> InnerResult:
+        t0 = time.perf_counter()
+        if not problem.islands:
+            return infeasible_result(problem, self.name, "empty layout: no islands to assign")
+        try:
+            plan, isl = self.plan(problem)
+        except NoPlanError as exc:
+            return infeasible_result(problem, self.name, str(exc),
+                                     wall_time_s=time.perf_counter() - t0)
         idx = {s.name: k for k, s in enumerate(isl)}
         stages = {}
         used = {h for k in plan.chains for h in k.server_ids}

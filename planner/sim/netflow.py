@@ -65,11 +65,15 @@ exactly (eq. 3).  The transfer holds its fair share during those ``ℓ_k`` (the 
 posted its work request); the error is microseconds of bandwidth against transfers of
 milliseconds to seconds.
 
-**Cost.**  Rates change only in the connected component (transfers linked by shared
-resources) touched by a start or a completion, so only that component is advanced and
-re-filled; an isolated transfer takes an O(1) fast path.  Components of up to
-``_NUMPY_MIN`` transfers are filled in plain Python (numpy's per-call overhead dominates
-there), larger ones by the vectorised filling of :func:`waterfill`.  Finish times sit in
+**Cost.**  Each resource keeps its load ``Σ m · rate``.  A start whose idle rate fits in
+the headroom of all its resources saturates nothing that others use, so every other
+rate stays max-min: it takes its idle rate in O(1).  A completion that leaves no shared
+saturated resource frees nothing anyone is waiting for: O(1).  Otherwise the connected
+component (transfers linked by shared resources) is advanced and re-filled -- in plain
+Python while fewer than ``_NUMPY_MIN`` transfers are in flight (numpy's per-call
+overhead dominates there), else every transfer at once by the vectorised
+:func:`waterfill` (walking a large component in Python costs more than filling all).
+Bytes advance lazily: only transfers whose rate changes are touched.  Finish times sit in
 a heap with lazy invalidation.
 """
 
@@ -222,6 +226,7 @@ class FlowNetwork:
         self._occ = np.zeros(0, dtype=bool)
         self._rate_s = np.zeros(0)  # the rates of the slots' transfers (mirror)
         self._load = [0.0] * self._n_res  # Σ m · rate per resource (kept exact-ish)
+        self._cap_vec = np.append(np.asarray(self._static_caps)[self._lvl], np.inf)
         self._slot_t: list[_Transfer | None] = []
         self._free: list[int] = []
 
@@ -333,14 +338,15 @@ class FlowNetwork:
         seeds: list[int] = []
         limit = now + _EPS_T * max(1.0, abs(now))
         caps = self._caps(now)
-        load = self._load
+        load, members = self._load, self._members
         while heap and heap[0][0] <= limit:
             _, _, t, ver = heapq.heappop(heap)
             if t.ver == ver and transfers.get(t.key) is t:
                 done.append(t)
                 # others can speed up only if it left a saturated resource (one that is
                 # somebody's bottleneck); conservative test, exact either way
-                if any(load[r] >= caps[r & 3] * (1.0 - _SAT) for r in t.res):
+                if any(load[r] >= caps[r & 3] * (1.0 - _SAT) and len(members[r]) > 1
+                       for r in t.res):
                     seeds.extend(t.res)
                 self._remove(t)
         if not done:
@@ -426,13 +432,8 @@ class FlowNetwork:
         comp = self._component(seeds)
         if comp:
             self._fill_python(comp, caps)
-            touched: set[int] = set()
             for t in comp:
                 self._set_rate(t, t.new, now)
-                touched.update(t.res)
-            load, members = self._load, self._members
-            for r in touched:  # fresh sums: no drift from the incremental updates
-                load[r] = sum(m_t.rate * m_t.w[m_t.res.index(r)] for m_t in members[r].values())
 
     def _set_rate(self, t: _Transfer, rate: float, now: float) -> None:
         """Give ``t`` a new rate from ``now`` on.  Unchanged rates (to 1e-9) are left
@@ -443,6 +444,11 @@ class FlowNetwork:
         if now > t.t_ref:
             t.rem = max(0.0, t.rem - t.rate * (now - t.t_ref))
             t.t_ref = now
+        load, delta = self._load, rate - t.rate
+        # incremental loads; a resource's load resets to 0 whenever it empties, so float
+        # drift cannot accumulate past one busy period (and it is ~1e-16 per update)
+        for r, m in zip(t.res, t.w, strict=True):
+            load[r] += m * delta
         t.rate = rate
         if t.slot >= 0:
             self._rate_s[t.slot] = rate
@@ -493,7 +499,8 @@ class FlowNetwork:
 
     def _fill_dense(self, now: float, caps: list[float]) -> None:
         """:func:`waterfill` over every transfer in flight (one matrix, no graph walk)."""
-        cap = np.append(np.asarray(caps)[self._lvl], np.inf)
+        cap = self._cap_vec if caps is self._static_caps else np.append(
+            np.asarray(caps)[self._lvl], np.inf)
         rows = np.flatnonzero(self._occ)
         rate = waterfill(self._er[rows], self._ew[rows], cap)
         old = self._rate_s[rows]
@@ -501,9 +508,6 @@ class FlowNetwork:
         slot_t = self._slot_t
         for i, x in zip(rows[moved].tolist(), rate[moved].tolist(), strict=True):
             self._set_rate(slot_t[i], x, now)
-        er = self._er[rows].ravel()
-        ew = (self._ew[rows] * self._rate_s[rows][:, None]).ravel()
-        self._load = np.bincount(er, weights=ew, minlength=self._n_res + 1)[:-1].tolist()
 
 
 __all__ = ["Background", "FlowNetwork", "waterfill"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from planner.errors import PlannerError
@@ -34,6 +34,11 @@ from planner.network import NetworkSpec, parse_network
 from planner.sim.arrivals import parse_rate, requests_from_trace, requests_from_workload
 from planner.sim.cluster import cluster_from_plan
 from planner.sim.engine import simulate
+from planner.sim.pipeline_cluster import (
+    PIPELINE_INNERS,
+    cluster_from_pipeline_plan,
+    prefill_token_budget,
+)
 from planner.sim.protocol import SimCluster, SimRequest, SimResult
 from planner.sim.routers.registry import make_router
 
@@ -146,6 +151,22 @@ def make_requests(plan: Mapping[str, Any], s: SimSettings, rate: float,
     return reqs
 
 
+#: Routers that only make sense between prefill and decode islands (KV placement).
+DISAGGREGATED_ROUTERS = ("netkv", "netkv-static", "topo-only")
+
+
+def pipeline_settings(settings: SimSettings, inner: str) -> SimSettings:
+    """``settings`` for a pipeline plan: router ``range`` becomes ``jffc``; a KV router
+    is refused (the chains are colocated, no KV moves)."""
+    if settings.router == "range":
+        return replace(settings, router="jffc")
+    if settings.router in DISAGGREGATED_ROUTERS:
+        raise PlannerError(f"--router {settings.router}: a pipeline plan ({inner}) has no "
+                           "prefill/decode islands to move KV between; use jffc (its "
+                           "default), jsq or round-robin")
+    return settings
+
+
 def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
              cluster: SimCluster | None = None,
              progress: Callable[[int, int], None] | None = None) -> SimRun:
@@ -154,11 +175,14 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
 
     settings.check()
     inner = (plan.get("request") or {}).get("inner")
-    if inner in ("seed000", "seed001"):
-        raise PlannerError(f"plan.request.inner is {inner!r}: pipeline plans have no "
-                           "prefill/decode islands to simulate; simulate a MILP plan "
-                           "(--inner maxrate or thesis)")
-    if cluster is None:
+    if inner in PIPELINE_INNERS:
+        # Pipeline plans (seeds 000/001) run as one colocated island per seed-001 chain
+        # (planner.sim.pipeline_cluster), dispatched by JFFC -- what the plan-following
+        # default "range" means for them.
+        settings = pipeline_settings(settings, inner)
+        if cluster is None:
+            cluster = cluster_from_pipeline_plan(plan, network=plan_network(plan))
+    elif cluster is None:
         cluster = cluster_from_plan(plan, network=plan_network(plan))
     capacity = plan_capacity(plan)
     rate = parse_rate(settings.rate, capacity)
@@ -167,12 +191,15 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
     router = make_router(settings.router)
     t = [r.arrival for r in requests]
     warmup = min(t) + settings.warmup_fraction * (max(t) - min(t))
+    extra = {}
+    if inner in PIPELINE_INNERS:  # a chain's prefill groups each batch their own prompts
+        extra["prefill_token_budget"] = prefill_token_budget(cluster)
     result = simulate(cluster, requests, router, seed=settings.seed, warmup_s=warmup,
-                      fair_sharing=settings.fair_sharing, progress=progress)
+                      fair_sharing=settings.fair_sharing, progress=progress, **extra)
     ttft, tpot = plan_slos(plan, settings)
     metrics = summarise(result, ttft_slo_s=ttft, tpot_slo_s=tpot)
     return SimRun(settings, capacity, rate, ttft, tpot, result, metrics)
 
 
-__all__ = ["ARRIVALS", "SimRun", "SimSettings", "make_requests", "plan_capacity",
-           "plan_network", "plan_slos", "run_plan"]
+__all__ = ["ARRIVALS", "DISAGGREGATED_ROUTERS", "SimRun", "SimSettings", "make_requests",
+           "pipeline_settings", "plan_capacity", "plan_network", "plan_slos", "run_plan"]

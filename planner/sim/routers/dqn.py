@@ -34,7 +34,9 @@ warm start, :mod:`planner.sim.rl.agent`).  The last transition of an episode (no
 successor state) is dropped.
 
 Weights: ``planner/sim/data/dqn_router.pt`` (workload-guided) by default, or
-``dqn_router_<variant>.pt``; a file holds the state dict and the state configuration.
+``dqn_router_<variant>.pt`` (``pretrained``: the guided variant's warm start before RL,
+kept to measure what RL adds); a file holds the state dict, the state configuration and
+the training settings (``meta``, including whether the policy was trained with the mask).
 """
 
 from __future__ import annotations

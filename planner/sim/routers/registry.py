@@ -13,6 +13,7 @@ from planner.errors import PlannerError
 from planner.sim.protocol import Router
 from planner.sim.routers.cache_load import CacheLoadRouter
 from planner.sim.routers.dqn import DQNRouter
+from planner.sim.routers.jffc import JFFCRouter
 from planner.sim.routers.jsq import JSQRouter
 from planner.sim.routers.mixing import MixingRouter
 from planner.sim.routers.netkv import make_netkv, make_netkv_static, make_topo_only
@@ -27,6 +28,7 @@ ROUTERS: dict[str, Callable[..., Router]] = {
     "netkv": make_netkv, "netkv-static": make_netkv_static, "topo-only": make_topo_only,
     "mixing": MixingRouter,
     "dqn": DQNRouter,
+    "jffc": JFFCRouter,
 }
 
 
