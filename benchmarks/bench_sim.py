@@ -8,7 +8,10 @@ takes.  Requests are sampled from the workload at ``--load`` x the plan's analyt
 capacity (``summary.requests_per_s``) with Poisson arrivals.
 
 Only :func:`planner.sim.engine.simulate` is timed for the headline figure; building the
-plan, the cluster tables and the requests is reported separately as setup.
+plan, the cluster tables and the requests is reported separately as setup.  The engine
+is pure Python, so its figure scales with the core's single-thread speed; the last line
+prints a reference loop (10 million integer additions) to compare runs on different
+machines.
 
     .venv/bin/python benchmarks/bench_sim.py [--requests 200000] [--load 0.8]
 """
@@ -132,6 +135,16 @@ def main() -> None:
     if math.isfinite(best):
         print(f"simulate(): {best:.2f} s wall -> {args.requests / best:,.0f} simulated "
               f"requests per wall second (best of {args.repeat})")
+    print(f"machine reference: 10M Python integer additions in {reference_loop_s():.2f} s")
+
+
+def reference_loop_s() -> float:
+    """Wall seconds of a fixed pure-Python loop: the single-thread speed the figure
+    above scales with."""
+    t0, s = time.perf_counter(), 0
+    for i in range(10_000_000):
+        s += i
+    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -115,3 +115,23 @@ def test_bad_input_one_line_nothing_written(run_cli, run_dir, args, message):
 def test_missing_run_folder(run_cli, tmp_path):
     rc, _, err = run_cli("simulate", str(tmp_path / "nowhere"))
     assert rc == 2 and "plan.json" in err and "Traceback" not in err
+
+
+def test_pipeline_plan_simulates_with_jffc_and_refuses_kv_routers(run_cli, tmp_path):
+    """A seed-001 plan runs as chains: the default router becomes JFFC (named so in the
+    terminal and the run folder), and a KV-placement router is a one-line error."""
+    inv = tmp_path / "small.yaml"
+    inv.write_text(SMALL)
+    out = tmp_path / "pipe"
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--budget", "80", "--inner",
+                         "seed001", "--iterations", "2", "--batch-size", "1", "--ranges", "8",
+                         "--out", str(out), "-q", "--no-homogeneous", "--no-exact")
+    assert rc == 0, err
+    rc, term, err = run_cli("simulate", str(out), "-n", "600", "--rate", "0.5x")
+    assert rc == 0, err
+    assert "jffc" in term and "jffc" in err
+    runs = json.loads((out / "simulation.json").read_text())["runs"]
+    assert [r["tag"] for r in runs] == ["jffc-0.5x-s0"]
+    assert runs[0]["metrics"]["completed"] > 0
+    rc, _, err = run_cli("simulate", str(out), "-n", "200", "--router", "netkv")
+    assert rc == 2 and "pipeline plan" in err and err.count("\n") == 1

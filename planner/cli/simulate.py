@@ -50,8 +50,8 @@ def simulate(
 ) -> None:
     """Simulate the plan in RUN_DIR and write latency metrics and plots beside it."""
     from planner.report import load_plan, render_report
-    from planner.sim.results import write_simulation
     from planner.sim.pipeline_cluster import PIPELINE_INNERS
+    from planner.sim.results import write_simulation
     from planner.sim.run import SimSettings, pipeline_settings, run_plan
 
     plan = load_plan(run_dir / "plan.json")
