@@ -73,7 +73,21 @@ def saturation(plan: dict, network, requests: int, seed: int) -> dict:
     # requests at 1.5x) drains at the same rate.
     a, b = int(0.2 * len(done)), int(0.8 * len(done))
     return {"throughput": (b - a) / (done[b] - done[a]), "wall_s": wall,
-            "events": res.events, "unfinished": len(reqs) - len(done)}
+            "events": res.events, "unfinished": len(reqs) - len(done),
+            **utilisation(res, done[a], done[b])}
+
+
+def utilisation(res, t_a: float, t_b: float) -> dict:
+    """Busy fractions over the measuring window: the mean over prefill islands and the
+    busiest and least busy decode island -- where the saturation sits."""
+    lo = int(t_a // res.util_bin_s)
+    hi = max(lo + 1, int(t_b // res.util_bin_s))
+    u = res.util_timeline[:, lo:hi].mean(axis=1)
+    roles = np.array([isl.role for isl in res.cluster.islands])
+    pre, dec = u[roles == "prefill"], u[roles == "decode"]
+    return {"prefill_util": float(pre.mean()) if pre.size else float("nan"),
+            "decode_util_max": float(dec.max()) if dec.size else float("nan"),
+            "decode_util_min": float(dec.min()) if dec.size else float("nan")}
 
 
 def fmt(x: float, d: int = 3) -> str:
@@ -91,7 +105,7 @@ def main() -> None:
     cells = CELLS[:1] if args.quick else CELLS
     ranges = 8 if args.quick else args.ranges
     n = 10_000 if args.quick else args.requests
-    rows = []
+    rows, utils = [], []
     for inv, wl in cells:
         t0 = time.perf_counter()
         plan = exact_plan(inv, wl, ranges)
@@ -102,6 +116,8 @@ def main() -> None:
         row = (inv.removesuffix(".yaml"), wl, s["requests_per_s"],
                s["evaluated_requests_per_s"], fab["throughput"], dft["throughput"])
         rows.append(row)
+        utils.append((row[0], wl, fab["prefill_util"], fab["decode_util_max"],
+                      fab["decode_util_min"]))
         print(f"{inv} {wl}: analytic {row[2]:.1f} (evaluated {row[3]:.1f}) req/s; simulated "
               f"{row[4]:.1f} (400G fabric), {row[5]:.1f} (default fat-tree); plan {plan_s:.0f}"
               f" s, sims {fab['wall_s']:.1f} + {dft['wall_s']:.1f} s", flush=True)
@@ -110,7 +126,12 @@ def main() -> None:
             "fat-tree | ratio |\n|---|---|---|---|---|---|---|---|---|\n")
     body = "".join(f"| {a} | {b} | {fmt(c)} | {fmt(d)} | {fmt(e)} | {e / c:.3f} | "
                    f"{e / d:.3f} | {fmt(f)} | {f / c:.3f} |\n" for a, b, c, d, e, f in rows)
-    table = head + body
+    util_head = ("\nBusy fraction of the islands over the measuring window, 400G fabric:\n\n"
+                 "| inventory | workload | prefill islands (mean) | busiest decode island | "
+                 "least busy decode island |\n|---|---|---|---|---|\n")
+    util_body = "".join(f"| {a} | {b} | {c:.0%} | {d:.0%} | {e:.0%} |\n"
+                        for a, b, c, d, e in utils)
+    table = head + body + util_head + util_body
     print(table)
     out = ROOT / args.out if not Path(args.out).is_absolute() else Path(args.out)
     text = out.read_text() if out.exists() else "<!-- TABLE -->\n<!-- /TABLE -->\n"

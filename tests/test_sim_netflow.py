@@ -209,8 +209,9 @@ def test_waterfill_matches_python_filling_on_random_instances():
         vec = np.array([t.rate for t in comp])  # < 24 in flight: the Python filling ...
         assert np.allclose(py, vec, rtol=1e-9), trial
         cap = np.append(np.asarray(caps)[net._lvl], np.inf)
-        dense = waterfill(net._er, net._ew, cap, net._occ)  # ... agrees with the numpy one
-        vec = dense[[t.slot for t in comp]]
+        er = np.array([t.shape.row_r for t in comp])
+        ew = np.array([t.shape.row_w for t in comp])
+        vec = waterfill(er, ew, cap)  # ... agrees with the numpy one
         assert np.allclose(py, vec, rtol=1e-9), trial
         for t, x in zip(comp, vec, strict=True):
             t.new = x
@@ -293,10 +294,11 @@ def test_incremental_rates_always_equal_a_full_refill(threshold, monkeypatch):
         else:
             now = net.next_finish()
             assert net.pop_finished(now)
-        rows = np.flatnonzero(net._occ)
+        ts = list(net._transfers.values())
         cap = np.append(np.asarray(net._caps(now))[net._lvl], np.inf)
-        ref = waterfill(net._er[rows], net._ew[rows], cap)
-        got = np.array([net._slot_t[i].rate for i in rows])
+        ref = waterfill(np.array([t.shape.row_r for t in ts]),
+                        np.array([t.shape.row_w for t in ts]), cap)
+        got = np.array([t.rate for t in ts])
         assert np.allclose(got, ref, rtol=1e-7), (key, now)
-        checked += len(rows)
+        checked += len(ts)
     assert checked > 1000  # enough concurrency to exercise sharing

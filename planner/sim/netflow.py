@@ -74,7 +74,10 @@ Python while fewer than ``_NUMPY_MIN`` transfers are in flight (numpy's per-call
 overhead dominates there), else every transfer at once by the vectorised
 :func:`waterfill` (walking a large component in Python costs more than filling all).
 Bytes advance lazily: only transfers whose rate changes are touched.  Finish times sit in
-a heap with lazy invalidation.
+a heap with lazy invalidation.  What a path implies (resources, weights, idle rate, the
+fast-path limits) is cached per (groups, tier, flows), and a transfer's row in the dense
+arrays is written only when a dense filling runs while it is in flight: on an uncongested
+fabric most transfers start and end without one, and then cost no numpy call at all.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -154,9 +158,20 @@ def waterfill(res: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
     return rate
 
 
+class _Shape(NamedTuple):
+    """What a transfer's path implies, cached per (groups, tier, flows)."""
+
+    res: tuple[int, ...]  # resources it crosses
+    w: tuple[float, ...]  # flows' worth of load it puts on each
+    adds: tuple[tuple[int, float, float], ...]  # (resource, load at idle rate, max load)
+    row_r: np.ndarray  # res padded to the dense layout's 6 columns
+    row_w: np.ndarray  # w likewise
+    idle: float  # its rate on an idle path at the static capacities
+
+
 class _Transfer:
     __slots__ = ("key", "src", "tier", "res", "w", "gs", "rem", "rate", "t_ref", "finish",
-                 "ver", "new", "slot")
+                 "ver", "new", "slot", "shape")
 
     def __init__(self, key, src, tier, res, w, gs, rem, t_ref):
         self.key, self.src, self.tier, self.res, self.w, self.gs = key, src, tier, res, w, gs
@@ -166,6 +181,7 @@ class _Transfer:
         self.ver = 0
         self.new = -1.0  # scratch: rate being computed in a filling
         self.slot = -1  # row in the dense arrays (fair sharing only)
+        self.shape: _Shape | None = None
 
 
 class FlowNetwork:
@@ -207,11 +223,18 @@ class FlowNetwork:
         self._gs_load = [0] * n_gs
         self._gsides = [[[2 * g + side for g in range(self._gbase[i], self._gbase[i + 1])]
                          for side in (0, 1)] for i in range(n)]
+        # an island's group-side when it has only one, else -1 (pick the least loaded)
+        self._only_group = [[s[0] if len(s) == 1 else -1 for s in sides]
+                            for sides in self._gsides]
         self._levels = [(0,), (1,), (1, 2), (1, 2, 3)]
         self._transfers: dict[int, _Transfer] = {}
         self._heap: list[tuple[float, int, _Transfer, int]] = []
         self._seq = 0
-        self._inflight = np.zeros((n, 4), dtype=np.int64)
+        self._inflight = [[0] * 4 for _ in range(n)]
+        # per (egress group-side, ingress group-side, tier, n_flows): the transfer's
+        # resources, weights, (resource, weight, capacity) triples for the fast path, and
+        # its padded rows in the dense mirror -- a few hundred distinct keys per cluster
+        self._shape: dict[tuple[int, int, int, int], _Shape] = {}
         self._bg = background if background is not None and background.amplitude > 0 else None
         if self._bg is not None:
             rng = np.random.default_rng(self._bg.seed)
@@ -223,12 +246,15 @@ class FlowNetwork:
         self._lvl = np.arange(self._n_res) & 3
         self._er = np.full((0, 6), self._n_res, dtype=np.int64)
         self._ew = np.zeros((0, 6))
-        self._occ = np.zeros(0, dtype=bool)
-        self._rate_s = np.zeros(0)  # the rates of the slots' transfers (mirror)
         self._load = [0.0] * self._n_res  # Σ m · rate per resource (kept exact-ish)
         self._cap_vec = np.append(np.asarray(self._static_caps)[self._lvl], np.inf)
+        self._occ = np.zeros(0, dtype=bool)
+        self._rate_s = np.zeros(0)  # the rates of the slots' transfers (mirror)
         self._slot_t: list[_Transfer | None] = []
         self._free: list[int] = []
+        # slots not yet mirrored: written only when a dense filling needs them, so the many
+        # transfers that start and end between fillings cost no numpy writes
+        self._unwritten: dict[int, _Transfer] = {}
 
     # --- background and capacities ------------------------------------------------------
 
@@ -262,7 +288,7 @@ class FlowNetwork:
 
     def inflight(self, src: int) -> np.ndarray:
         """(4,) transfers in flight from ``src`` per tier (a copy)."""
-        return self._inflight[src].copy()
+        return np.array(self._inflight[src], dtype=np.int64)
 
     def transfer_time_estimate(self, src: int, dst: int, nbytes_per_flow: float) -> float:
         """Eq. 3 without contention at the mean background: ``ℓ_k + S / (B_k (1 − c_k))``."""
@@ -296,25 +322,37 @@ class FlowNetwork:
             self._add(t)
             self._push(t)
             return
-        ge, gi = self._pick_group(src, 0), self._pick_group(dst, 1)
-        me = n_flows / self._width[src] if self._width[src] else 1.0
-        mi = n_flows / self._width[dst] if self._width[dst] else 1.0
-        lv = self._levels[k]
-        res = tuple(4 * ge + x for x in lv) + tuple(4 * gi + x for x in lv)
-        w = (me,) * len(lv) + (mi,) * len(lv)
+        ge, gi = self._only_group[src][0], self._only_group[dst][1]
+        if ge < 0:
+            ge = self._pick_group(src, 0)
+        if gi < 0:
+            gi = self._pick_group(dst, 1)
+        shape = self._shape.get((ge, gi, k, n_flows))
+        if shape is None:
+            shape = self._make_shape(src, dst, ge, gi, k, n_flows)
+        res, w, adds, _, _, idle = shape
         t = _Transfer(key, src, k, res, w, (ge, gi), float(nbytes_per_flow), t_ref)
-        self._add(t)
-        caps = self._caps(now)
-        idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))
+        self._add(t, shape)
         load = self._load
-        if all(load[r] + m * idle <= caps[r & 3] * (1.0 + _TOL)
-               for r, m in zip(res, w, strict=True)):
+        if self._bg is None:
+            caps = self._static_caps
+            fits = True
+            for r, load_r, limit in adds:
+                if load[r] + load_r > limit:
+                    fits = False
+                    break
+        else:
+            caps = self._caps(now)
+            idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))
+            adds = tuple((r, m * idle, 0.0) for r, m in zip(res, w, strict=True))
+            fits = all(load[r] + m * idle <= caps[r & 3] * (1.0 + _TOL)
+                       for r, m in zip(res, w, strict=True))
+        if fits:
             # fast path: at its idle rate it saturates nothing that others use (its own
             # bottleneck is its alone), so every other rate stays max-min
             t.rate = idle
-            self._rate_s[t.slot] = idle
-            for r, m in zip(res, w, strict=True):
-                load[r] += m * idle
+            for r, load_r, _ in adds:
+                load[r] += load_r
             t.finish = t_ref + t.rem / idle
             self._push(t)
         else:
@@ -345,9 +383,10 @@ class FlowNetwork:
                 done.append(t)
                 # others can speed up only if it left a saturated resource (one that is
                 # somebody's bottleneck); conservative test, exact either way
-                if any(load[r] >= caps[r & 3] * (1.0 - _SAT) and len(members[r]) > 1
-                       for r in t.res):
-                    seeds.extend(t.res)
+                for r in t.res:
+                    if len(members[r]) > 1 and load[r] >= caps[r & 3] * (1.0 - _SAT):
+                        seeds.extend(t.res)
+                        break
                 self._remove(t)
         if not done:
             return []
@@ -364,50 +403,67 @@ class FlowNetwork:
     # --- internals ------------------------------------------------------------------------
 
     def _pick_group(self, island: int, side: int) -> int:
-        sides = self._gsides[island][side]
-        if len(sides) == 1:
-            return sides[0]
-        return min(sides, key=self._gs_load.__getitem__)
+        return min(self._gsides[island][side], key=self._gs_load.__getitem__)
 
-    def _add(self, t: _Transfer) -> None:
+    def _make_shape(self, src: int, dst: int, ge: int, gi: int, k: int,
+                    n_flows: int) -> _Shape:
+        me = n_flows / self._width[src] if self._width[src] else 1.0
+        mi = n_flows / self._width[dst] if self._width[dst] else 1.0
+        lv = self._levels[k]
+        res = tuple(4 * ge + x for x in lv) + tuple(4 * gi + x for x in lv)
+        w = (me,) * len(lv) + (mi,) * len(lv)
+        caps = self._static_caps
+        idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))  # static caps
+        # (resource, load at the idle rate, the most load it takes): the fast-path test
+        adds = tuple((r, m * idle, caps[r & 3] * (1.0 + _TOL))
+                     for r, m in zip(res, w, strict=True))
+        row_r = np.full(6, self._n_res, dtype=np.int64)
+        row_r[:len(res)] = res
+        row_w = np.zeros(6)
+        row_w[:len(w)] = w
+        shape = _Shape(res, w, adds, row_r, row_w, idle)
+        self._shape[(ge, gi, k, n_flows)] = shape
+        return shape
+
+    def _add(self, t: _Transfer, shape: _Shape | None = None) -> None:
         self._transfers[t.key] = t
-        self._inflight[t.src, t.tier] += 1
+        self._inflight[t.src][t.tier] += 1
         if not t.res:
             return
         for r in t.res:
             self._members[r][t.key] = t
+        gs_load = self._gs_load
         for g in t.gs:
-            self._gs_load[g] += 1
+            gs_load[g] += 1
         if not self._free:
             self._grow()
         t.slot = slot = self._free.pop()
-        n = len(t.res)
-        self._er[slot, :n] = t.res
-        self._ew[slot, :n] = t.w
-        self._occ[slot] = True
-        self._rate_s[slot] = 0.0
+        t.shape = shape
+        self._unwritten[slot] = t
         self._slot_t[slot] = t
 
     def _remove(self, t: _Transfer) -> None:
         del self._transfers[t.key]
-        self._inflight[t.src, t.tier] -= 1
+        self._inflight[t.src][t.tier] -= 1
         if not t.res:
             return
         load, members = self._load, self._members
+        key, rate = t.key, t.rate
         for r, m in zip(t.res, t.w, strict=True):
-            del members[r][t.key]
-            load[r] = load[r] - m * t.rate if members[r] else 0.0  # empty: no drift
+            mr = members[r]
+            del mr[key]
+            load[r] = load[r] - m * rate if mr else 0.0  # empty: no drift
+        gs_load = self._gs_load
         for g in t.gs:
-            self._gs_load[g] -= 1
+            gs_load[g] -= 1
         slot = t.slot
-        self._er[slot] = self._n_res
-        self._ew[slot] = 0.0
-        self._occ[slot] = False
+        if self._unwritten.pop(slot, None) is None:
+            self._occ[slot] = False
         self._slot_t[slot] = None
         self._free.append(slot)
 
     def _grow(self) -> None:
-        old = self._occ.shape[0]
+        old = self._er.shape[0]
         new = max(32, 2 * old)
         self._er = np.vstack([self._er, np.full((new - old, 6), self._n_res, dtype=np.int64)])
         self._ew = np.vstack([self._ew, np.zeros((new - old, 6))])
@@ -450,7 +506,7 @@ class FlowNetwork:
         for r, m in zip(t.res, t.w, strict=True):
             load[r] += m * delta
         t.rate = rate
-        if t.slot >= 0:
+        if t.slot >= 0 and t.slot not in self._unwritten:
             self._rate_s[t.slot] = rate
         t.finish = t.t_ref + t.rem / rate
         self._push(t)
@@ -501,9 +557,16 @@ class FlowNetwork:
         """:func:`waterfill` over every transfer in flight (one matrix, no graph walk)."""
         cap = self._cap_vec if caps is self._static_caps else np.append(
             np.asarray(caps)[self._lvl], np.inf)
-        rows = np.flatnonzero(self._occ)
-        rate = waterfill(self._er[rows], self._ew[rows], cap)
-        old = self._rate_s[rows]
+        er, ew, occ, rate_s = self._er, self._ew, self._occ, self._rate_s
+        for slot, t in self._unwritten.items():
+            # whole padded rows: a reused slot may hold a longer path's columns
+            er[slot], ew[slot] = t.shape.row_r, t.shape.row_w
+            occ[slot] = True
+            rate_s[slot] = t.rate
+        self._unwritten.clear()
+        rows = np.flatnonzero(occ)
+        rate = waterfill(er[rows], ew[rows], cap)
+        old = rate_s[rows]
         moved = np.flatnonzero(np.abs(rate - old) > 1e-9 * rate)  # the rest keep finish
         slot_t = self._slot_t
         for i, x in zip(rows[moved].tolist(), rate[moved].tolist(), strict=True):
