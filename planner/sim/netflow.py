@@ -231,9 +231,8 @@ class FlowNetwork:
         self._heap: list[tuple[float, int, _Transfer, int]] = []
         self._seq = 0
         self._inflight = [[0] * 4 for _ in range(n)]
-        # per (egress group-side, ingress group-side, tier, n_flows): the transfer's
-        # resources, weights, (resource, weight, capacity) triples for the fast path, and
-        # its padded rows in the dense mirror -- a few hundred distinct keys per cluster
+        # _Shape per (egress group-side, ingress group-side, tier, n_flows): a few hundred
+        # to a few thousand distinct keys per cluster
         self._shape: dict[tuple[int, int, int, int], _Shape] = {}
         self._bg = background if background is not None and background.amplitude > 0 else None
         if self._bg is not None:
@@ -336,17 +335,16 @@ class FlowNetwork:
         load = self._load
         if self._bg is None:
             caps = self._static_caps
-            fits = True
-            for r, load_r, limit in adds:
-                if load[r] + load_r > limit:
-                    fits = False
-                    break
-        else:
+        else:  # time-varying capacities: the cached idle rate and limits do not apply
             caps = self._caps(now)
             idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))
-            adds = tuple((r, m * idle, 0.0) for r, m in zip(res, w, strict=True))
-            fits = all(load[r] + m * idle <= caps[r & 3] * (1.0 + _TOL)
-                       for r, m in zip(res, w, strict=True))
+            adds = tuple((r, m * idle, caps[r & 3] * (1.0 + _TOL))
+                         for r, m in zip(res, w, strict=True))
+        fits = True
+        for r, load_r, limit in adds:
+            if load[r] + load_r > limit:
+                fits = False
+                break
         if fits:
             # fast path: at its idle rate it saturates nothing that others use (its own
             # bottleneck is its alone), so every other rate stays max-min
