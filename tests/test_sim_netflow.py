@@ -209,8 +209,8 @@ def test_waterfill_matches_python_filling_on_random_instances():
         vec = np.array([t.rate for t in comp])  # < 24 in flight: the Python filling ...
         assert np.allclose(py, vec, rtol=1e-9), trial
         cap = np.append(np.asarray(caps)[net._lvl], np.inf)
-        er = np.array([t.shape.row_r for t in comp])
-        ew = np.array([t.shape.row_w for t in comp])
+        er = np.array([net._row(t)[0] for t in comp])
+        ew = np.array([net._row(t)[1] for t in comp])
         vec = waterfill(er, ew, cap)  # ... agrees with the numpy one
         assert np.allclose(py, vec, rtol=1e-9), trial
         for t, x in zip(comp, vec, strict=True):
@@ -288,16 +288,21 @@ def test_incremental_rates_always_equal_a_full_refill(threshold, monkeypatch):
     for _ in range(400):
         if rng.random() < 0.55 or len(net) == 0:
             s, d = rng.choice(6, size=2, replace=False)
-            net.start(now, key, int(s), int(d), float(rng.uniform(0.01, 1.0)) * GB,
-                      int(rng.choice([1, 2, 4])))
+            before = net.next_finish()
+            f = net.start(now, key, int(s), int(d), float(rng.uniform(0.01, 1.0)) * GB,
+                          int(rng.choice([1, 2, 4])))
+            # what start returns is all a caller needs to keep a wake-up at or before
+            # every finish (a start may also delay finishes: then nothing is missed)
+            after = net.next_finish()
+            assert min(before, f) <= after <= f, key
             key += 1
         else:
             now = net.next_finish()
             assert net.pop_finished(now)
         ts = list(net._transfers.values())
         cap = np.append(np.asarray(net._caps(now))[net._lvl], np.inf)
-        ref = waterfill(np.array([t.shape.row_r for t in ts]),
-                        np.array([t.shape.row_w for t in ts]), cap)
+        ref = waterfill(np.array([net._row(t)[0] for t in ts]),
+                        np.array([net._row(t)[1] for t in ts]), cap)
         got = np.array([t.rate for t in ts])
         assert np.allclose(got, ref, rtol=1e-7), (key, now)
         checked += len(ts)

@@ -404,9 +404,7 @@ class Simulation:
         if per_flow <= 0:
             self._kv_arrived(pos)
             return True
-        net = self.net
-        net.start(self.now, pos, src, d, per_flow, flows)
-        f = net.next_finish()
+        f = self.net.start(self.now, pos, src, d, per_flow, flows)
         if f < self._net_due:
             self._net_due = f
             self._seq = seq = self._seq + 1

@@ -164,14 +164,12 @@ class _Shape(NamedTuple):
     res: tuple[int, ...]  # resources it crosses
     w: tuple[float, ...]  # flows' worth of load it puts on each
     adds: tuple[tuple[int, float, float], ...]  # (resource, load at idle rate, max load)
-    row_r: np.ndarray  # res padded to the dense layout's 6 columns
-    row_w: np.ndarray  # w likewise
     idle: float  # its rate on an idle path at the static capacities
 
 
 class _Transfer:
     __slots__ = ("key", "src", "tier", "res", "w", "gs", "rem", "rate", "t_ref", "finish",
-                 "ver", "new", "slot", "shape")
+                 "ver", "new", "slot")
 
     def __init__(self, key, src, tier, res, w, gs, rem, t_ref):
         self.key, self.src, self.tier, self.res, self.w, self.gs = key, src, tier, res, w, gs
@@ -181,7 +179,6 @@ class _Transfer:
         self.ver = 0
         self.new = -1.0  # scratch: rate being computed in a filling
         self.slot = -1  # row in the dense arrays (fair sharing only)
-        self.shape: _Shape | None = None
 
 
 class FlowNetwork:
@@ -234,6 +231,10 @@ class FlowNetwork:
         # _Shape per (egress group-side, ingress group-side, tier, n_flows): a few hundred
         # to a few thousand distinct keys per cluster
         self._shape: dict[tuple[int, int, int, int], _Shape] = {}
+        self._templates: dict[tuple[int, int, int, int], tuple] = {}
+        # resources a tier-k transfer crosses on group-side gs: 4 gs + level
+        self._side_res = [[tuple(4 * gs + x for x in lv) for lv in self._levels]
+                          for gs in range(n_gs)]
         self._bg = background if background is not None and background.amplitude > 0 else None
         if self._bg is not None:
             rng = np.random.default_rng(self._bg.seed)
@@ -304,9 +305,12 @@ class FlowNetwork:
     # --- events ---------------------------------------------------------------------------
 
     def start(self, now: float, key: int, src: int, dst: int, nbytes_per_flow: float,
-              n_flows: int) -> None:
+              n_flows: int) -> float:
         """Start transfer ``key``: ``n_flows`` flows of ``nbytes_per_flow`` bytes each from
-        island ``src`` to island ``dst``."""
+        island ``src`` to island ``dst``.  Returns the earliest finish the start can have
+        brought forward: the new transfer's own when no other rate changed (the O(1)
+        case), else :meth:`next_finish` -- so a caller that keeps a wake-up at or before
+        every finish need not ask again."""
         if key in self._transfers:
             raise ValueError(f"transfer {key} already in flight")
         if n_flows < 1 or not nbytes_per_flow >= 0:
@@ -318,9 +322,11 @@ class FlowNetwork:
             t = _Transfer(key, src, k, (), (), (), float(nbytes_per_flow), t_ref)
             t.rate = self._idle(k, self._caps(now))
             t.finish = t_ref + t.rem / t.rate
-            self._add(t)
+            self._transfers[key] = t
+            self._inflight[src][k] += 1
             self._push(t)
-            return
+            return t.finish
+        gs_load = self._gs_load
         ge, gi = self._only_group[src][0], self._only_group[dst][1]
         if ge < 0:
             ge = self._pick_group(src, 0)
@@ -329,9 +335,21 @@ class FlowNetwork:
         shape = self._shape.get((ge, gi, k, n_flows))
         if shape is None:
             shape = self._make_shape(src, dst, ge, gi, k, n_flows)
-        res, w, adds, _, _, idle = shape
+        res, w, adds, idle = shape
         t = _Transfer(key, src, k, res, w, (ge, gi), float(nbytes_per_flow), t_ref)
-        self._add(t, shape)
+        # bookkeeping (pop_finished undoes it)
+        self._transfers[key] = t
+        self._inflight[src][k] += 1
+        members = self._members
+        for r in res:
+            members[r][key] = t
+        gs_load[ge] += 1
+        gs_load[gi] += 1
+        if not self._free:
+            self._grow()
+        t.slot = slot = self._free.pop()
+        self._unwritten[slot] = t
+        self._slot_t[slot] = t
         load = self._load
         if self._bg is None:
             caps = self._static_caps
@@ -340,28 +358,27 @@ class FlowNetwork:
             idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))
             adds = tuple((r, m * idle, caps[r & 3] * (1.0 + _TOL))
                          for r, m in zip(res, w, strict=True))
-        fits = True
         for r, load_r, limit in adds:
             if load[r] + load_r > limit:
-                fits = False
-                break
-        if fits:
-            # fast path: at its idle rate it saturates nothing that others use (its own
-            # bottleneck is its alone), so every other rate stays max-min
-            t.rate = idle
-            for r, load_r, _ in adds:
-                load[r] += load_r
-            t.finish = t_ref + t.rem / idle
-            self._push(t)
-        else:
-            self._rebalance(res, now, caps)
+                self._rebalance(res, now, caps)
+                return self.next_finish()
+        # fast path: at its idle rate it saturates nothing that others use (its own
+        # bottleneck is its alone), so every other rate stays max-min
+        t.rate = idle
+        for r, load_r, _ in adds:
+            load[r] += load_r
+        t.finish = f = t_ref + t.rem / idle
+        t.ver = 1
+        self._seq = seq = self._seq + 1
+        heapq.heappush(self._heap, (f, seq, t, 1))
+        return f
 
     def next_finish(self) -> float:
         """Earliest completion under the current rates (``inf`` if nothing is in flight)."""
         heap = self._heap
         while heap:
             f, _, t, ver = heap[0]
-            if t.ver == ver and t.key in self._transfers:
+            if t.ver == ver:  # a removed transfer's version is -1
                 return f
             heapq.heappop(heap)
         return math.inf
@@ -370,27 +387,50 @@ class FlowNetwork:
         """Advance to ``now``; remove and return the keys of transfers done by then."""
         now = float(now)
         heap, transfers = self._heap, self._transfers
-        done: list[_Transfer] = []
+        done: list[int] = []
         seeds: list[int] = []
         limit = now + _EPS_T * max(1.0, abs(now))
-        caps = self._caps(now)
-        load, members = self._load, self._members
+        caps = self._static_caps if self._bg is None else self._caps(now)
+        load, members, gs_load, inflight = self._load, self._members, self._gs_load, \
+            self._inflight
         while heap and heap[0][0] <= limit:
             _, _, t, ver = heapq.heappop(heap)
-            if t.ver == ver and transfers.get(t.key) is t:
-                done.append(t)
-                # others can speed up only if it left a saturated resource (one that is
-                # somebody's bottleneck); conservative test, exact either way
-                for r in t.res:
-                    if len(members[r]) > 1 and load[r] >= caps[r & 3] * (1.0 - _SAT):
-                        seeds.extend(t.res)
-                        break
-                self._remove(t)
-        if not done:
-            return []
-        if seeds and self._transfers:
+            if t.ver != ver:
+                continue
+            key = t.key
+            done.append(key)
+            del transfers[key]
+            inflight[t.src][t.tier] -= 1
+            t.ver = -1
+            if not t.res:
+                continue
+            # others can speed up only if it left a saturated resource (one that is
+            # somebody's bottleneck); conservative test, exact either way
+            rate = t.rate
+            freed = False
+            for r, m in zip(t.res, t.w, strict=True):
+                mr = members[r]
+                del mr[key]
+                if mr:
+                    lr = load[r]
+                    if not freed and lr >= caps[r & 3] * (1.0 - _SAT):
+                        freed = True
+                    load[r] = lr - m * rate
+                else:
+                    load[r] = 0.0  # empty: no drift
+            if freed:
+                seeds.extend(t.res)
+            ge, gi = t.gs
+            gs_load[ge] -= 1
+            gs_load[gi] -= 1
+            slot = t.slot
+            if self._unwritten.pop(slot, None) is None:
+                self._occ[slot] = False
+            self._slot_t[slot] = None
+            self._free.append(slot)
+        if seeds and transfers:
             self._rebalance(seeds, now, caps)
-        return [t.key for t in done]
+        return done
 
     def refresh(self, now: float) -> None:
         """Re-fill every component at ``now``'s capacities (only matters with a
@@ -401,64 +441,46 @@ class FlowNetwork:
     # --- internals ------------------------------------------------------------------------
 
     def _pick_group(self, island: int, side: int) -> int:
-        return min(self._gsides[island][side], key=self._gs_load.__getitem__)
+        """The island's group-side (on ``side``) with the fewest transfers in flight,
+        the lowest index on ties."""
+        sides, load = self._gsides[island][side], self._gs_load
+        best = sides[0]
+        for g in sides:
+            if load[g] < load[best]:
+                best = g
+        return best
 
     def _make_shape(self, src: int, dst: int, ge: int, gi: int, k: int,
                     n_flows: int) -> _Shape:
-        me = n_flows / self._width[src] if self._width[src] else 1.0
-        mi = n_flows / self._width[dst] if self._width[dst] else 1.0
-        lv = self._levels[k]
-        res = tuple(4 * ge + x for x in lv) + tuple(4 * gi + x for x in lv)
-        w = (me,) * len(lv) + (mi,) * len(lv)
-        caps = self._static_caps
-        idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))  # static caps
-        # (resource, load at the idle rate, the most load it takes): the fast-path test
-        adds = tuple((r, m * idle, caps[r & 3] * (1.0 + _TOL))
-                     for r, m in zip(res, w, strict=True))
-        row_r = np.full(6, self._n_res, dtype=np.int64)
-        row_r[:len(res)] = res
-        row_w = np.zeros(6)
-        row_w[:len(w)] = w
-        shape = _Shape(res, w, adds, row_r, row_w, idle)
+        """The cached :class:`_Shape` of a transfer; what does not depend on the groups
+        (weights, idle rate, per-column loads and limits) is cached per (widths, tier,
+        flows), so a miss costs two tuple concatenations and a zip."""
+        tkey = (self._width[src], self._width[dst], k, n_flows)
+        tpl = self._templates.get(tkey)
+        if tpl is None:
+            me = n_flows / self._width[src] if self._width[src] else 1.0
+            mi = n_flows / self._width[dst] if self._width[dst] else 1.0
+            lv = self._levels[k]
+            levels = lv + lv
+            w = (me,) * len(lv) + (mi,) * len(lv)
+            caps = self._static_caps
+            idle = min(caps[x] / m for x, m in zip(levels, w, strict=True))  # static caps
+            # per column: the load at the idle rate and the most load it takes (the
+            # fast-path test)
+            tpl = (w, tuple(m * idle for m in w),
+                   tuple(caps[x] * (1.0 + _TOL) for x in levels), idle)
+            self._templates[tkey] = tpl
+        w, loads, limits, idle = tpl
+        res = self._side_res[ge][k] + self._side_res[gi][k]
+        shape = _Shape(res, w, tuple(zip(res, loads, limits, strict=True)), idle)
         self._shape[(ge, gi, k, n_flows)] = shape
         return shape
 
-    def _add(self, t: _Transfer, shape: _Shape | None = None) -> None:
-        self._transfers[t.key] = t
-        self._inflight[t.src][t.tier] += 1
-        if not t.res:
-            return
-        for r in t.res:
-            self._members[r][t.key] = t
-        gs_load = self._gs_load
-        for g in t.gs:
-            gs_load[g] += 1
-        if not self._free:
-            self._grow()
-        t.slot = slot = self._free.pop()
-        t.shape = shape
-        self._unwritten[slot] = t
-        self._slot_t[slot] = t
-
-    def _remove(self, t: _Transfer) -> None:
-        del self._transfers[t.key]
-        self._inflight[t.src][t.tier] -= 1
-        if not t.res:
-            return
-        load, members = self._load, self._members
-        key, rate = t.key, t.rate
-        for r, m in zip(t.res, t.w, strict=True):
-            mr = members[r]
-            del mr[key]
-            load[r] = load[r] - m * rate if mr else 0.0  # empty: no drift
-        gs_load = self._gs_load
-        for g in t.gs:
-            gs_load[g] -= 1
-        slot = t.slot
-        if self._unwritten.pop(slot, None) is None:
-            self._occ[slot] = False
-        self._slot_t[slot] = None
-        self._free.append(slot)
+    def _row(self, t: _Transfer) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        """``t``'s resources and weights padded to the dense layout's 6 columns (pad
+        columns point at the infinite resource ``n_res`` with weight 0)."""
+        pad = 6 - len(t.res)
+        return t.res + (self._n_res,) * pad, t.w + (0.0,) * pad
 
     def _grow(self) -> None:
         old = self._er.shape[0]
@@ -558,7 +580,7 @@ class FlowNetwork:
         er, ew, occ, rate_s = self._er, self._ew, self._occ, self._rate_s
         for slot, t in self._unwritten.items():
             # whole padded rows: a reused slot may hold a longer path's columns
-            er[slot], ew[slot] = t.shape.row_r, t.shape.row_w
+            er[slot], ew[slot] = self._row(t)
             occ[slot] = True
             rate_s[slot] = t.rate
         self._unwritten.clear()
