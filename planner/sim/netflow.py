@@ -391,8 +391,8 @@ class FlowNetwork:
         seeds: list[int] = []
         limit = now + _EPS_T * max(1.0, abs(now))
         caps = self._static_caps if self._bg is None else self._caps(now)
-        load, members, gs_load, inflight = self._load, self._members, self._gs_load, \
-            self._inflight
+        load, members = self._load, self._members
+        gs_load, inflight = self._gs_load, self._inflight
         while heap and heap[0][0] <= limit:
             _, _, t, ver = heapq.heappop(heap)
             if t.ver != ver:
