@@ -1,57 +1,70 @@
-"""Efficiency constants of the analytic model, each with the figure it comes from.
+"""The modelling choices of one perf-model evaluation: engine and serving options.
 
-A pure roofline (FLOPs / peak, bytes / bandwidth) is 30-50 % optimistic before
-calibration (BLIS reports 36-48 % TPOT error for an uncalibrated roofline; see
-docs/validation.md).  The constants below turn peaks into achievable rates.  They are
-physical (kernel efficiency, link efficiency, fixed latencies), not per-case fudge
-factors, and one set serves every GPU and model.  ``docs/validation.md`` lists the
-published figures they are checked against.
+There is no fitted end-to-end constant any more.  Kernel times come from NVIDIA's
+measured kernel database (``perfmodel.kernels``, fitted per GPU and engine by
+``scripts/calibrate_kernels.py``); what separates a kernel sum from a served step is
+modelled explicitly and applies to TTFT, TPOT and throughput alike:
 
-Sources (figures quoted in the public material named):
-- GEMM: DeepGEMM reports up to ~1350-1550 FP8 TFLOPS on H800 (of 1979 dense) for large
-  shapes -> 0.70; Hopper wgmma instructions work on 64-row tiles, so a grouped GEMM whose
-  expert receives m tokens does ceil(m/64)*64 rows of work (``gemm_tile``).
-- Attention: FlashMLA reaches ~660 TFLOPS bf16 on H800 in the compute-bound case and
-  ~3000 GB/s in the memory-bound case (of 989 TFLOPS / 3350 GB/s); FlashAttention-3
-  reports 600-740 TFLOPS bf16 on H100 -> 0.60 compute, 0.85 memory.
-- Links: DeepEP reports ~150-160 GB/s NVLink (of 200 per direction on H800) and
-  ~40-47 GB/s RDMA (of 50) -> 0.78 and 0.85.  Its low-latency kernels take ~100-200 us
-  per dispatch/combine at 128 tokens, which sets the inter-domain latency floor.
-- Runtime reserve: serving engines keep ~10 % of HBM for activations, CUDA graphs and
-  communication buffers (vLLM's default gpu_memory_utilization is 0.9).
-- Expert imbalance: even with redundant experts (DeepSeek EPLB) the busiest GPU of an
-  expert-parallel group carries more than the mean load; 1.25 is a moderate value.
-- Production utilisation: sustained throughput as a fraction of the roofline above.  It
-  absorbs what the roofline does not see: scheduling gaps and bursty, autoscaled load,
-  stragglers between data-parallel attention groups, uneven context lengths within a
-  batch, kernel launch gaps.  It is the one constant fitted to production data: the
-  log-space least-squares fit to DeepSeek's two published H800 figures (prefill and
-  decode, ``perfmodel.validation.fit_production_utilisation``) gives 0.484, and both are
-  then reproduced within 10 %.  It scales throughput, not latency.
+* the engine profile (``perfmodel.engines``): unhidden host time per step, prefill
+  token budget, micro-batch overlap of the expert all-to-all, the HBM it may use;
+* expert load imbalance: the database's skewed-routing rows (power law, alpha 1.01; at
+  EP32 they give the busiest rank 2.2x the mean, TRT-LLM measured 2.56x on DeepSeek-R1
+  without load balancing).  Expert-parallel load balancing with redundant experts
+  (``eplb``: "auto" turns it on beyond one 8-GPU node, as wide-EP deployments of all
+  three engines do) leaves 0.07 of that excess (TRT-LLM: 1.56 -> 0.11, blog 4);
+* stragglers across data-parallel attention groups (``perfmodel.decode``);
+* multi-token prediction with acceptance rate ``mtp_acceptance`` (0 = off);
+* FP8 attention for prefill when the KV cache is FP8 (``fp8_attention``).
+
+Sources of each figure: ``docs/perfmodel.md``.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from perfmodel.engines import DEFAULT_ENGINE, EngineProfile, get_engine
+
+#: Share of the busiest rank's excess load left by redundant-expert load balancing
+#: (TRT-LLM wide-EP, DeepSeek-R1 at EP32: (max - mean) / mean 1.564 -> 0.109).
+EPLB_RESIDUAL = 0.109 / 1.564
 
 
 @dataclass(frozen=True)
 class Calibration:
-    gemm_efficiency: float = 0.70
-    gemm_tile: int = 64
-    attention_compute_efficiency: float = 0.60
-    hbm_efficiency: float = 0.85
-    scaleup_efficiency: float = 0.78
+    engine: str = DEFAULT_ENGINE
+    mtp_acceptance: float = 0.0
+    mtp_draft_tokens: int = 1
+    fp8_attention: bool = False
+    eplb: str = "auto"  # "auto" (beyond one node) | "on" | "off"
+    micro_batch_overlap: bool | None = None  # None: the engine profile's choice
+    prefill_token_budget: int | None = None  # None: the engine profile's
+    #: Scale-out (RDMA) link efficiency for expert all-to-all beyond the scale-up domain
+    #: (DeepEP: 40-47 GB/s of 50 per GPU).  The database measures one node only.
     scaleout_efficiency: float = 0.85
-    allreduce_latency_us: float = 10.0
-    a2a_latency_intra_us: float = 15.0
-    a2a_latency_inter_us: float = 60.0
-    layer_overhead_prefill_us: float = 40.0
-    layer_overhead_decode_us: float = 10.0
-    expert_imbalance: float = 1.25
-    overlap_comm: bool = True
-    runtime_reserve_fraction: float = 0.10
-    production_utilisation: float = 0.48
+
+    @property
+    def profile(self) -> EngineProfile:
+        prof = get_engine(self.engine)
+        if self.micro_batch_overlap is not None or self.prefill_token_budget is not None:
+            prof = replace(prof, micro_batch_overlap=(
+                prof.micro_batch_overlap if self.micro_batch_overlap is None
+                else self.micro_batch_overlap), prefill_token_budget=(
+                prof.prefill_token_budget if self.prefill_token_budget is None
+                else self.prefill_token_budget))
+        return prof
+
+    def eplb_residual(self, ep):
+        """Share of the routing skew's excess that remains at expert parallelism ``ep``."""
+        ep = np.asarray(ep, float)
+        on = {"on": ep > 1, "off": ep < 0, "auto": ep > 8}[self.eplb]
+        return np.where(on, EPLB_RESIDUAL, 1.0)
+
+    @property
+    def runtime_reserve_fraction(self) -> float:
+        return 1.0 - self.profile.memory_fraction
 
     def key(self) -> tuple:
         return tuple(asdict(self).values())

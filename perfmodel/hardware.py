@@ -29,11 +29,17 @@ _NUMERIC_FIELDS = (
     "gpus_per_domain",
     "sms",
     "comm_sms",
+    "l2_mb",
     "price_per_hour",
 )
 # Fields that must be strictly positive for the model to be physical.
 _POSITIVE_FIELDS = ("fp16_tflops", "hbm_gb", "hbm_gbps", "scaleup_gbps", "scaleout_gbps",
                     "gpus_per_domain", "sms")
+
+
+#: Architecture families the kernel-transfer rule knows (perfmodel.kernels.transfer).
+ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell", "blackwell-ultra",
+                 "blackwell-workstation", "rubin", "cdna3", "xe2")
 
 
 @dataclass(frozen=True)
@@ -51,10 +57,13 @@ class GPU:
     gpus_per_domain: int
     sms: int
     comm_sms: int
+    l2_mb: float = 0.0  # last-level on-chip cache (0 = unknown); see perfmodel.kernels
     price_per_hour: float = 0.0
     price_source: str = ""
     price_date: str = ""
     spec_source: str = ""
+    arch: str = ""  # architecture family (hopper, blackwell, ...); "" = unknown
+    kernel_system: str = ""  # measured-kernel system of this exact GPU ("" = none)
 
     def tflops(self, precision: str) -> float:
         """Dense peak for a compute precision; falls back to the widest supported one.
@@ -77,7 +86,8 @@ class GPU:
     def spec_key(self) -> tuple:
         """The physical figures only: prices and sources do not change performance, so
         caches keyed by this survive a price sweep."""
-        return tuple(getattr(self, f) for f in _NUMERIC_FIELDS if f != "price_per_hour")
+        return (*(getattr(self, f) for f in _NUMERIC_FIELDS if f != "price_per_hour"),
+                self.arch, self.kernel_system)
 
 
 def _validate(values: dict[str, Any], where: str) -> GPU:
@@ -86,7 +96,7 @@ def _validate(values: dict[str, Any], where: str) -> GPU:
         raise PlannerError(f"{where}: field 'name' is missing")
     parsed: dict[str, Any] = {"name": name}
     for key in _NUMERIC_FIELDS:
-        raw = values.get(key, 0 if key in ("fp8_tflops", "fp4_tflops", "comm_sms",
+        raw = values.get(key, 0 if key in ("fp8_tflops", "fp4_tflops", "comm_sms", "l2_mb",
                                            "price_per_hour") else None)
         if raw is None or raw == "":
             raise PlannerError(f"{where}: GPU '{name}' field '{key}' is missing")
@@ -103,8 +113,11 @@ def _validate(values: dict[str, Any], where: str) -> GPU:
         parsed[key] = int(number) if key in ("gpus_per_domain", "sms", "comm_sms") else number
     if parsed["comm_sms"] >= parsed["sms"]:
         raise PlannerError(f"{where}: GPU '{name}' field 'comm_sms' must be below 'sms'")
-    for key in ("price_source", "price_date", "spec_source"):
-        parsed[key] = str(values.get(key, "") or "")
+    for key in ("price_source", "price_date", "spec_source", "arch", "kernel_system"):
+        parsed[key] = str(values.get(key, "") or "").strip()
+    if parsed["arch"] and parsed["arch"] not in ARCHITECTURES:
+        raise PlannerError(f"{where}: GPU '{name}' field 'arch' must be one of "
+                           f"{', '.join(ARCHITECTURES)}, got {parsed['arch']!r}")
     unknown = set(values) - {f.name for f in fields(GPU)}
     if unknown:
         raise PlannerError(f"{where}: GPU '{name}' has unknown field(s) {sorted(unknown)}; "

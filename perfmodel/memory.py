@@ -24,11 +24,18 @@ def attention_params_per_gpu(model: ModelSpec, tp):
     return qo / tp + kv / np.minimum(tp, model.kv_heads)
 
 
-def local_experts(model: ModelSpec, ep):
-    return np.ceil(model.routed_experts / ep) if model.is_moe else 0.0
+def routed_expert_params_per_gpu(model: ModelSpec, tp, dp, ep):
+    """Routed-expert parameters of one MoE layer on each GPU: the island's G = tp x dp
+    GPUs shard the experts ep ways by expert and G / ep ways by width (TRT-LLM's
+    moe_ep x moe_tp), so every GPU holds 1/G of them."""
+    if not model.is_moe:
+        return 0.0
+    gpus = np.asarray(tp, float) * np.asarray(dp, float)
+    return np.ceil(model.routed_experts / np.asarray(ep, float)) * model.expert_params * (
+        np.asarray(ep, float) / gpus)
 
 
-def weight_bytes_per_gpu(model: ModelSpec, tp, ep):
+def weight_bytes_per_gpu(model: ModelSpec, tp, dp, ep):
     """Weights resident on each GPU (embedding and LM head kept in bf16, vocab-split)."""
     wb = model.weight_bytes
     per_layer_attn = attention_params_per_gpu(model, tp)
@@ -36,8 +43,10 @@ def weight_bytes_per_gpu(model: ModelSpec, tp, ep):
     total = model.layers * per_layer_attn + dense_layers * model.dense_mlp_params / tp
     if model.is_moe:
         total = total + model.moe_layers * (model.shared_params / tp
-                                            + local_experts(model, ep) * model.expert_params)
-    return total * wb + 2.0 * model.embed_params * 2.0 / tp
+                                            + routed_expert_params_per_gpu(model, tp, dp, ep))
+    # embedding and LM head in bf16, vocabulary-parallel (perfmodel.layers.vocab_shards)
+    shards = np.maximum(np.asarray(tp, float), np.minimum(np.asarray(ep, float), 8.0))
+    return total * wb + 2.0 * model.embed_params * 2.0 / shards
 
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, tp):
@@ -49,13 +58,20 @@ def usable_bytes(gpu: GPU, calib: Calibration) -> float:
     return gpu.hbm_gb * 1e9 * (1.0 - calib.runtime_reserve_fraction)
 
 
-def max_decode_batch(gpu: GPU, model: ModelSpec, tp, ep, context_max, calib: Calibration):
+def kv_capacity_tokens(gpu: GPU, model: ModelSpec, tp, dp, ep, calib: Calibration):
+    """KV-cache tokens one attention group holds: the engine's share of the HBM left
+    after the weights (``EngineProfile.kv_free_fraction``), per token's bytes."""
+    free = np.maximum(usable_bytes(gpu, calib) - weight_bytes_per_gpu(model, tp, dp, ep), 0.0)
+    return free * calib.profile.kv_free_fraction / kv_bytes_per_token_per_gpu(model, tp)
+
+
+def max_decode_batch(gpu: GPU, model: ModelSpec, tp, dp, ep, context_max,
+                     calib: Calibration):
     """Largest number of sequences one attention group can hold at ``context_max`` tokens
     each (input + maximum decode length).  Zero where the weights alone do not fit."""
-    free = np.maximum(usable_bytes(gpu, calib) - weight_bytes_per_gpu(model, tp, ep), 0.0)
-    # free / (context * kv) as (free / kv) / context: one (C, S) division instead of two ops
+    # tokens / context: one (C, S) division
     context_max = np.asarray(context_max)
-    tokens = np.asarray(free / kv_bytes_per_token_per_gpu(model, tp))
+    tokens = np.asarray(kv_capacity_tokens(gpu, model, tp, dp, ep, calib))
     if context_max.dtype == np.float32:  # keep (C, S) tables in the caller's precision
         tokens = tokens.astype(np.float32)
     return np.floor(tokens / context_max)

@@ -41,7 +41,9 @@ class ModelSpec:
     moe_intermediate: int = 0
     shared_intermediate: int = 0  # total width of always-on shared expert(s)
     dense_layers: int = 0  # leading dense layers of a MoE model (DeepSeek: 3)
+    route_groups: int = 0  # DeepSeek n_group: experts are split into this many groups
     route_groups_limit: int = 0  # DeepSeek topk_group: a token reaches at most this many groups
+    mtp_layers: int = 0  # multi-token-prediction modules (DeepSeek num_nextn_predict_layers)
     # Multi-head latent attention (DeepSeek); 0 = GQA/MHA
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -50,6 +52,7 @@ class ModelSpec:
     v_head_dim: int = 0
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
+    weight_block_scaled: bool = False  # fp8 weights with 128x128 block scales (DeepSeek)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -71,6 +74,22 @@ class ModelSpec:
     @property
     def kv_bytes(self) -> float:
         return DTYPE_BYTES[self.kv_dtype]
+
+    @property
+    def gemm_kind(self) -> str:
+        """Precision kind of the weight GEMMs (``perfmodel.kernels.ops``)."""
+        if self.weight_dtype == "fp8":
+            return "fp8_block" if self.weight_block_scaled else "fp8"
+        if self.weight_dtype == "fp4":
+            return "fp4"
+        return "bf16"
+
+    @property
+    def group_limited_routing(self) -> bool:
+        """A token's experts come from at most ``route_groups_limit`` of ``route_groups``
+        groups -- a real limit only when it is below the number of groups (a model with
+        one group and topk_group 1 is not limited)."""
+        return 0 < self.route_groups_limit < self.route_groups
 
     # ------------------------------------------------------------------ attention
     @cached_property
@@ -191,9 +210,14 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
                                                           if experts else 0))
     shared = int(cfg.get("shared_expert_intermediate_size")
                  or (cfg.get("n_shared_experts") or 0) * moe_inter)
-    quant = (cfg.get("quantization_config") or {}).get("quant_method", "")
-    weight_dtype = "fp8" if "fp8" in str(quant).lower() else (
-        "fp4" if "fp4" in str(quant).lower() else "bf16")
+    qcfg = cfg.get("quantization_config") or {}
+    if not isinstance(qcfg, dict):
+        raise PlannerError(f"{where}: field 'quantization_config' must be an object, "
+                           f"got {qcfg!r}")
+    quant = str(qcfg.get("quant_method", "")).lower() + " " + str(
+        qcfg.get("quant_algo", "")).lower()
+    weight_dtype = "fp8" if "fp8" in quant else ("fp4" if "fp4" in quant else "bf16")
+    block_scaled = weight_dtype == "fp8" and bool(qcfg.get("weight_block_size"))
     spec = ModelSpec(
         name=name,
         hidden=hidden,
@@ -208,7 +232,9 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
         moe_intermediate=moe_inter if experts else 0,
         shared_intermediate=shared if experts else 0,
         dense_layers=int(cfg.get("first_k_dense_replace") or 0) if experts else 0,
+        route_groups=int(cfg.get("n_group") or 0),
         route_groups_limit=int(cfg.get("topk_group") or 0),
+        mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0),
         q_lora_rank=int(cfg.get("q_lora_rank") or 0),
         kv_lora_rank=int(cfg.get("kv_lora_rank") or 0),
         qk_nope_dim=int(cfg.get("qk_nope_head_dim") or 0),
@@ -216,6 +242,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
         v_head_dim=int(cfg.get("v_head_dim") or 0),
         weight_dtype=weight_dtype,
         kv_dtype="bf16",
+        weight_block_scaled=block_scaled,
     )
     if experts and spec.experts_per_token <= 0:
         raise PlannerError(f"{where}: MoE model needs a positive 'num_experts_per_tok'")

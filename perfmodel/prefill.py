@@ -1,82 +1,118 @@
-"""Prefill time of one request (seed 002 §4.2.3: R_prefill = 1000 / t_ms per replica).
+"""Prefill: the time of a forward pass over prompts, from measured kernels.
 
-For an input of s tokens of which a fraction h hits the prefix cache, n = s (1 - h)
-tokens are computed and they attend to all s positions causally, i.e.
-sum_{i=hs+1}^{s} i = (s(s+1) - hs(hs+1)) / 2 query-key pairs per layer.
+For prompts of s tokens of which a fraction h hits the prefix cache, n = s (1 - h)
+tokens are computed and attend to all s positions causally:
+sum_{i=hs+1}^{s} i = (s(s+1) - hs(hs+1)) / 2 query-key pairs per layer and prompt.
 
-Per layer, on one GPU of an attention group of tp GPUs (dp groups prefill concurrently):
-  attention  = GEMM(n tokens, attention weights / tp) + core(pairs * pair_flops / tp)
-  dense MLP  = GEMM(n, 3 h I / tp)                              (dense layers)
-  MoE        = GEMM(n, shared / tp) + routed experts            (MoE layers)
-  comm       = expert all-to-all of n / tp tokens  [overlapped with compute, two
-               micro-batches as DeepSeek does]  + tensor-parallel all-reduces.
-With dp groups in flight and balanced routing, each GPU's routed-expert work per layer
-is dp * n * k / G tokens, i.e. n k / tp per request: the request's routed FLOPs divided
-by tp, padded to GEMM tiles at n k ep / (E tp) tokens per expert instance.
-MLA prefill is computed non-absorbed (decompressed K/V), as DeepSeek does.
+An engine prefills up to its token budget (``EngineProfile.prefill_token_budget``,
+chunked-prefill size) in one forward pass: ``prompts`` prompts of n new tokens make a
+pass of T = prompts x n rows, run in passes of at most the budget.  Per layer on one
+GPU of an attention group of tp GPUs (dp groups prefill concurrently):
 
-The per-length quantities (n, pairs, tile padding of n) are computed once as (1, S) rows
-and combined with (C, 1) per-configuration coefficients, so a whole table costs a few
-dozen array operations.
+  rows-proportional work   projections, norms, all-reduces, dense MLP or shared and
+                           routed experts (tokens entering the EP group: rows ep / tp),
+                           the expert all-to-all (DeepEP normal mode)  -- per pass
+  attention core           the measured prefill attention kernel over the prompts'
+                           pairs (MLA non-absorbed, as DeepSeek runs prefill)
+MoE layers overlap the all-to-all with computation when the engine splits passes into
+two micro-batches (``EngineProfile.micro_batch_overlap``), else add it.
+
+Seed 002 §4.2.3 times every request alone (R_prefill = 1 / t per replica); that is
+``prompts = 1``, the TTFT of a lone request.  The island benchmark uses batched passes
+(``prompts = budget / n``), which is how engines reach their throughput on short
+prompts.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from perfmodel import layers
 from perfmodel.calibration import Calibration
-from perfmodel.comm import allreduce_time, alltoall_time
+from perfmodel.decode import overlap_on
 from perfmodel.hardware import GPU
-from perfmodel.memory import attention_params_per_gpu, local_experts
+from perfmodel.kernels.library import kernels_for
 from perfmodel.models import ModelSpec
-from perfmodel.roofline import rates, tile_efficiency
+
+
+def prefill_components(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: float,
+                       calib: Calibration, prompts=1.0) -> dict[str, np.ndarray]:
+    """Named seconds of one prefill forward pass over ``prompts`` prompts of ``s`` tokens
+    (whole-model totals; broadcasting (C, 1) configurations against (1, K) lengths)."""
+    ks = kernels_for(gpu, calib.engine)
+    prof = calib.profile
+    s = np.maximum(np.asarray(s, float), 1.0)
+    tp, dp, ep = (np.asarray(x, float) for x in (tp, dp, ep))
+    prompts = np.asarray(prompts, float)
+    n = np.maximum(s * (1.0 - hit_rate), 1.0)
+    cached = s * hit_rate
+    pairs = 0.5 * (s * (s + 1.0) - cached * (cached + 1.0))
+    total_rows = prompts * n
+    budget = prof.prefill_token_budget or np.inf
+    rows = np.minimum(total_rows, budget)
+    passes = total_rows / rows
+    on = overlap_on(prof, model, rows / tp, ep)
+    ways = np.where(on & (calib.engine != "roofline"), 2.0, 1.0)
+    r = rows / ways  # rows per micro-batch
+    dense_layers = model.dense_layers if model.is_moe else model.layers
+    heads = model.heads / tp
+    if model.is_mla:
+        core = ks.mla_context(prompts, s, pairs, n, heads, model.kv_dtype)
+    else:
+        core = ks.context_attention(prompts, s, pairs, n, heads,
+                                    layers.kv_heads_per_gpu(model, tp), model.head_dim,
+                                    model.kv_dtype, calib.fp8_attention)
+    per_layer = passes * ways * (layers.attention_projections(ks, model, r, tp, absorbed=False)
+                                 + layers.elementwise(ks, model, r)
+                                 + layers.tp_allreduce(ks, model, r, tp, gpu.gpus_per_domain))
+    comp = {"attention": model.layers * core,
+            "attention_projections+norms+allreduce": model.layers * per_layer}
+    if dense_layers:
+        comp["dense_mlp"] = dense_layers * passes * ways * layers.dense_mlp(
+            ks, model, r, tp, model.intermediate)
+    if model.is_moe:
+        sm = np.where(on, 1.0 / (1.0 - gpu.comm_sms / gpu.sms), 1.0)
+        shared = passes * ways * (layers.dense_mlp(ks, model, r, tp, model.shared_intermediate)
+                                  + layers.router(ks, model, r))
+        experts = passes * ways * layers.routed_experts(ks, model, r, tp, dp, ep,
+                                                        calib.eplb_residual(ep))[0]
+        dispatch, combine = layers.moe_comm(ks, model, rows, tp, ep, gpu.gpus_per_domain,
+                                            "normal")
+        comm = passes * (dispatch + combine)
+        plain = per_layer + shared + experts + core + comm
+        overlapped = np.maximum((per_layer + shared + experts + core) * sm, comm)
+        # a deployment splits passes only where it is faster
+        layer = np.where(on, np.minimum(overlapped, plain) if calib.engine != "roofline"
+                         else overlapped, plain)
+        moe = model.moe_layers
+        comp["shared_experts+router"] = moe * shared
+        comp["routed_experts"] = moe * experts
+        comp["alltoall"] = moe * comm
+        # What micro-batch overlap hides (negative) net of the SMs it takes, so that the
+        # items sum to the pass time.
+        comp["overlap"] = moe * (layer - plain)
+    comp["lm_head"] = layers.lm_head(ks, model, prompts, tp, ep)
+    comp["step_gap"] = passes * prof.step_gap_s
+    return comp
+
+
+def prefill_pass_time(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: float,
+                      calib: Calibration, prompts=1.0):
+    """Seconds of the forward pass(es) that prefill ``prompts`` prompts of ``s`` tokens."""
+    comp = prefill_components(gpu, model, s, tp, dp, ep, hit_rate, calib, prompts)
+    return sum(comp.values())
 
 
 def prefill_time(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: float,
                  calib: Calibration):
-    """Seconds to prefill one request of ``s`` tokens on one attention group.
-
-    ``s`` is a (1, S) row (or scalar) and ``tp, dp, ep`` (C, 1) columns; returns (C, S)
-    in the dtype of ``s``.  A layer's weight GEMMs are taken as one roofline,
-    max(padded rows x FLOPs / rate, weight bytes / bandwidth).
-    """
+    """Seconds to prefill one request of ``s`` tokens alone on one attention group (its
+    TTFT on an idle island): seed 002's per-request prefill time."""
     s = np.asarray(s)
-    dtype = s.dtype if s.dtype == np.float32 else np.float64
-    col = lambda x: np.asarray(x, dtype=np.float64).astype(dtype)  # noqa: E731
-    tp, ep = np.asarray(tp, float), np.asarray(ep, float)
-    r = rates(gpu, model, ep, calib)
-    wb = model.weight_bytes
-    n = s * (1.0 - hit_rate)
-    cached = s * hit_rate
-    pairs = 0.5 * (s * (s + 1.0) - cached * (cached + 1.0))
-    padded_n = n / tile_efficiency(n, r.tile)  # rows a dense GEMM really computes
+    t = prefill_pass_time(gpu, model, s, tp, dp, ep, hit_rate, calib, 1.0)
+    return t.astype(s.dtype) if s.dtype == np.float32 else t
 
-    attn_params = attention_params_per_gpu(model, tp)
-    core = col(model.attn_pair_flops(absorbed=False) / (tp * r.attention_flops))
-    ar0 = 2.0 * allreduce_time(0.0, tp, gpu, model, calib)
-    ar_slope = col(2.0 * allreduce_time(1.0, tp, gpu, model, calib) - ar0)
-    fixed = col(ar0 + calib.layer_overhead_prefill_us * 1e-6)
 
-    def layer_gemms(params):  # all weight GEMMs of a layer over the request's tokens
-        return np.maximum(padded_n * col(2.0 * params / r.linear_flops),
-                          col(params * wb / r.hbm_bytes))
-
-    attn_core = pairs * core
-    serial = n * ar_slope + fixed
-    dense_layers = model.dense_layers if model.is_moe else model.layers
-    total = dense_layers * (layer_gemms(attn_params + model.dense_mlp_params / tp)
-                            + attn_core + serial)
-    if model.is_moe:
-        per_expert = n * col(model.experts_per_token * ep / (model.routed_experts * tp))
-        routed_rows = np.ceil(per_expert / r.tile)
-        routed_rows *= r.tile
-        routed = np.maximum(routed_rows * col(2.0 * model.expert_params / r.linear_flops),
-                            col(model.expert_params * wb / r.hbm_bytes))
-        routed *= col(local_experts(model, ep) * calib.expert_imbalance)
-        compute = layer_gemms(attn_params + model.shared_params / tp) + attn_core + routed
-        a2a_0 = alltoall_time(0.0, ep, gpu, model, calib)
-        comm = n * col((alltoall_time(1.0, ep, gpu, model, calib) - a2a_0) / tp) + col(a2a_0)
-        layer = np.maximum(compute, comm) if calib.overlap_comm else compute + comm
-        total += model.moe_layers * (layer + serial)
-    lm_head = col(2.0 * model.embed_params / tp / r.linear_flops)  # last position only
-    return total + lm_head
+def batched_prompts(s, hit_rate: float, calib: Calibration):
+    """Prompts per forward pass when the engine fills its token budget (at least one)."""
+    n = np.maximum(np.asarray(s, float) * (1.0 - hit_rate), 1.0)
+    return np.maximum(calib.profile.prefill_token_budget / n, 1.0)  # budget 0: alone

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel import SLO, get_model
+from perfmodel.calibration import Calibration
+from perfmodel.engines import DEFAULT_ENGINE, get_engine
 from planner.errors import NoPlanError, PlannerError
 from planner.evaluate import LayoutEvaluator, PlanningContext
 from planner.inner import PIPELINE_SOLVERS, make_inner_solver
@@ -49,6 +51,7 @@ class PlanRequest:
     compare_homogeneous: bool = True
     compare_exact: bool = True
     exact_time_limit: float = 60.0
+    engine: str = DEFAULT_ENGINE
 
     def space(self, inventory: Inventory | None = None) -> SearchSpace:
         return SearchSpace.from_inventory(inventory or self.inventory, budget=self.budget,
@@ -58,7 +61,7 @@ class PlanRequest:
         return {"inventory": self.inventory.to_dict(), "model": self.model,
                 "workload": self.workload, "budget": self.budget,
                 "target_rps": self.target_rps, "search": self.search, "inner": self.inner,
-                "seed": self.seed, "ranges": self.ranges,
+                "seed": self.seed, "ranges": self.ranges, "engine": self.engine,
                 "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},
                 "search_options": self.search_options}
 
@@ -145,8 +148,10 @@ def _context(req: PlanRequest) -> PlanningContext:
     if req.ranges < 1:
         raise PlannerError(f"--ranges must be >= 1, got {req.ranges}")
     ranges = make_ranges(workload, count=req.ranges)
+    get_engine(req.engine)  # a clear error for an unknown name
     return PlanningContext(model, workload, ranges,
-                           {e.name: e.gpu for e in req.inventory.entries}, req.slo)
+                           {e.name: e.gpu for e in req.inventory.entries}, req.slo,
+                           Calibration(engine=req.engine))
 
 
 def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: float,

@@ -31,14 +31,20 @@ TITLES = {"a": "(a) homogeneous, same size", "b": "(b) homogeneous, different si
 RANGE_WIDTH = 250
 WORKLOAD = "thesis-fig4.2"
 MODEL = "deepseek-v3"
+#: The thesis computed its tables with Shallowsim: rooflines at constant efficiencies.
+THESIS_ENGINE = "roofline"
 
 
 def context():
-    """Planning context of §5.2: DeepSeek-V3, the Fig. 4.2 workload, catalog GPUs."""
+    """Planning context of §5.2: DeepSeek-V3, the Fig. 4.2 workload, catalog GPUs, and
+    the thesis's own Shallowsim-style perf model (``engine="roofline"``), so its cases
+    are priced as the thesis priced them."""
     from perfmodel import get_gpu, get_model
+    from perfmodel.calibration import Calibration
     from planner.evaluate import PlanningContext
     from planner.workload import load_workload, make_ranges
 
     w = load_workload(WORKLOAD)
     gpus = {g: get_gpu(g) for g in ("DGX-B300", "Rubin-NVL144", "H800", "H200", "H20")}
-    return PlanningContext(get_model(MODEL), w, make_ranges(w, RANGE_WIDTH), gpus)
+    return PlanningContext(get_model(MODEL), w, make_ranges(w, RANGE_WIDTH), gpus,
+                           calib=Calibration(engine=THESIS_ENGINE))

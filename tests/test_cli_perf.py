@@ -51,3 +51,54 @@ def test_perf_usage_errors(run_cli):
     assert rc == 2 and "--hit-rate" in err
     rc, _, err = run_cli("perf", "--gpus", "many")
     assert rc == 2
+
+
+def test_perf_throughput_and_tpot_come_from_one_step_time(run_cli):
+    """The decode row's throughput is its batch over its TPOT (issue 14: once 2x apart)."""
+    rc, out, err = run_cli("perf", "--gpu", "H200", "--gpus", "16", "--json")
+    assert rc == 0, err
+    data = json.loads(out)
+    decode = data["phases"][1]
+    cfg = decode["config"]
+    dp = int(cfg.split("-")[1][2:])
+    implied = decode["batch_per_group"] * dp / (decode["tpot_ms"] * 1e-3)
+    assert decode["tokens_per_s_island"] == __import__("pytest").approx(implied, rel=0.03)
+    step = data["breakdown"]["decode_step"]
+    layers = step["layers"]
+    per_layer = sum(v for k, v in step["per_layer_seconds"].items())
+    once = sum(step["per_step_seconds"].values())
+    # the breakdown adds up to (at least) the step: every op is named
+    assert per_layer * (layers["dense"] + layers["moe"]) / 2 < step["step_seconds"]
+    assert once < step["step_seconds"] and data["engine"] == "trtllm"
+
+
+def test_perf_pinned_config_engine_and_modes(run_cli):
+    rc, out, err = run_cli("perf", "--gpu", "H100-SXM", "--gpus", "2", "--model",
+                           "llama-3.1-70b", "--weight-dtype", "fp8", "--tp", "2", "--dp", "1",
+                           "--ep", "1", "--engine", "vllm", "--mode", "agg", "--json")
+    assert rc == 0, err
+    data = json.loads(out)
+    agg = data["aggregated"]
+    assert data["engine"] == "vllm" and agg["config"] == "tp2-dp1-ep1"
+    assert agg["ttft_ms"] > agg["tpot_ms"] > 0 and agg["batch_per_group"] >= 1
+    assert agg["output_tokens_per_s_island"] == agg["requests_per_s"] * 200
+    rc, out, _ = run_cli("perf", "--gpu", "H100-SXM", "--gpus", "2", "--model",
+                         "llama-3.1-70b", "--tp", "3")
+    assert rc == 2 and "tp" in out + _
+
+
+def test_perf_mtp_raises_tokens_per_step(run_cli):
+    base = json.loads(run_cli("perf", "--gpu", "H200", "--gpus", "16", "--tpot", "50",
+                              "--json")[1])
+    mtp = json.loads(run_cli("perf", "--gpu", "H200", "--gpus", "16", "--tpot", "50",
+                             "--mtp-acceptance", "0.8", "--json")[1])
+    assert mtp["breakdown"]["decode_step"]["tokens_per_step"] == 1.8
+    assert mtp["phases"][1]["tokens_per_s_island"] > base["phases"][1]["tokens_per_s_island"]
+
+
+def test_perf_names_transferred_kernels_and_rejects_unknown_engine(run_cli):
+    rc, out, err = run_cli("perf", "--gpu", "H20", "--gpus", "16", "--model", "deepseek-r1")
+    assert rc == 0, err
+    assert "transferred from" in out
+    rc, out, err = run_cli("perf", "--gpu", "H200", "--gpus", "8", "--engine", "tgi")
+    assert rc == 2 and "unknown engine" in err

@@ -96,18 +96,18 @@ def test_thesis_batch_rule():
 
 def test_max_batch_falls_with_context_and_is_zero_when_weights_do_not_fit():
     ctx = np.array([[1000.0, 4000.0, 16000.0]])
-    b = max_decode_batch(H200, DS, col(1), col(16), ctx, CAL)[0]
+    b = max_decode_batch(H200, DS, col(1), col(16), col(16), ctx, CAL)[0]
     assert np.all(np.diff(b) < 0) and b[0] > 0
-    assert max_decode_batch(get_gpu("H800"), DS, col(8), col(8), ctx, CAL).max() == 0
+    assert max_decode_batch(get_gpu("H800"), DS, col(8), col(1), col(8), ctx, CAL).max() == 0
 
 
 def test_mla_kv_is_replicated_across_tensor_parallel_ranks():
     # MLA caches one latent per token shared by all heads: tp does not shrink it, so the
     # batch per attention group cannot grow with tp the way GQA's does.
     ctx = np.array([[4000.0]])
-    ds1 = max_decode_batch(H200, DS, col(1), col(16), ctx, CAL)[0, 0]
-    ds8 = max_decode_batch(H200, DS, col(8), col(16), ctx, CAL)[0, 0]
-    ll1 = max_decode_batch(H200, LLAMA, col(1), col(1), ctx, CAL)[0, 0]
-    ll8 = max_decode_batch(H200, LLAMA, col(8), col(1), ctx, CAL)[0, 0]
+    ds1 = max_decode_batch(H200, DS, col(1), col(16), col(16), ctx, CAL)[0, 0]
+    ds8 = max_decode_batch(H200, DS, col(8), col(2), col(16), ctx, CAL)[0, 0]
+    ll1 = max_decode_batch(H200, LLAMA, col(1), col(1), col(1), ctx, CAL)[0, 0]
+    ll8 = max_decode_batch(H200, LLAMA, col(8), col(1), col(1), ctx, CAL)[0, 0]
     assert ds8 < 2 * ds1
     assert ll8 > 8 * ll1

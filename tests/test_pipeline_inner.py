@@ -38,8 +38,7 @@ def wl(ctx):
 
 def test_mapping_matches_perf_model(ctx, wl):
     m, gpu = ctx.model, ctx.gpus["H800"]
-    util = ctx.calib.production_utilisation
-    s = island_server("x", gpu, 32, m, wl)
+    s = island_server("x", gpu, 32, m, wl, calib=ctx.calib)
     tp, dp, ep = island_config(32, m, gpu, wl, ctx.calib)
     assert (s.tp, s.ep) == (tp, ep) and tp * dp == 32
     b_g = s.batch // dp
@@ -48,14 +47,14 @@ def test_mapping_matches_perf_model(ctx, wl):
     whole_prefill = float(np.ravel(prefill_time(gpu, m, wl.mean_input, tp, dp, ep, 0.0,
                                                 ctx.calib))[0])
     # each session also waits for the b_g prefills of its group (contention)
-    assert s.tau_prefill_s * m.layers == pytest.approx(whole_prefill * b_g / util, rel=1e-9)
+    assert s.tau_prefill_s * m.layers == pytest.approx(whole_prefill * b_g, rel=1e-9)
     step = float(np.ravel(step_model(gpu, m, float(b_g), tp, dp, ep, ctx.calib)
                           .step_time(wl.mean_input + 0.5 * wl.mean_output))[0])
-    assert s.tau_decode_s * m.layers == pytest.approx(step / util, rel=1e-9)
+    assert s.tau_decode_s * m.layers == pytest.approx(step, rel=1e-9)
     assert s.memory_bytes == pytest.approx(32 * usable_bytes(gpu, ctx.calib))
     assert block_bytes(m) * m.layers == pytest.approx(m.total_params * m.weight_bytes)
     assert holds_model(s, m)
-    assert not holds_model(island_server("y", ctx.gpus["H20"], 4, m, wl), m)
+    assert not holds_model(island_server("y", ctx.gpus["H20"], 4, m, wl, calib=ctx.calib), m)
 
 
 def test_config_is_the_best_colocated_one(ctx, wl):
@@ -71,10 +70,10 @@ def test_config_is_the_best_colocated_one(ctx, wl):
 @pytest.mark.parametrize("name", ["seed000", "seed001"])
 def test_single_island_capacity_is_colocated_throughput(ctx, wl, name):
     """A whole-model island alone: the pipeline capacity is the colocated island's
-    ``util · dp / (t_pre + (d̄ − 1) t_step(b_g) / b_g)`` (seed 001 footnote 11 times the
+    ``dp / (t_pre + (d̄ − 1) t_step(b_g) / b_g)`` (seed 001 footnote 11 times the
     session cap), up to the small network term."""
     m, gpu = ctx.model, ctx.gpus["H800"]
-    s = island_server("x", gpu, 32, m, wl)
+    s = island_server("x", gpu, 32, m, wl, calib=ctx.calib)
     tp, dp, ep = island_config(32, m, gpu, wl, ctx.calib)
     b_g = s.batch // dp
     t_pre = s.tau_prefill_s * m.layers / b_g

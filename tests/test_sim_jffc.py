@@ -35,7 +35,7 @@ from planner.sim.run import SimSettings, run_plan
 def chain(index: int, t_tok: float, slots: int, pre_per_token: float = 1e-4) -> SimIsland:
     """A chain-like ``both`` island: batch-independent step time ``t_tok``."""
     pre = np.maximum(np.arange(4097, dtype=float), 1.0) * pre_per_token
-    coeffs = np.zeros((slots + 1, 6))
+    coeffs = np.zeros((slots + 1, 9))
     coeffs[:, 0] = t_tok
     return SimIsland(index, f"c{index}", "X", 1, "both", 1, 1, 1, slots, 10**9, 1.0, None,
                      pre, coeffs)

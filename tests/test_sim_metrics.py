@@ -18,7 +18,7 @@ def island(i: int, name: str, role: str) -> SimIsland:
     return SimIsland(index=i, name=name, gpu="H100", size=4, role=role, tp=4, dp=1, ep=1,
                      max_batch=8, kv_capacity_tokens=10_000, kv_bytes_per_token=1.0,
                      location=Location(0, 0, i), prefill_s=np.zeros(1),
-                     step_coeffs=np.zeros((9, 6)))
+                     step_coeffs=np.zeros((9, 9)))
 
 
 def req(rid, arrival, ttft, e2e, out, *, tier=-1, kv=(math.nan, math.nan), pre=0):

@@ -37,7 +37,7 @@ def _island(index: int, role: str, loc: Location, *, kv_bytes: float = 78_125.0,
     return SimIsland(index=index, name=f"{role}{index}", gpu="H100-SXM", size=4, role=role,
                      tp=4, dp=1, ep=1, max_batch=max_batch, kv_capacity_tokens=500_000,
                      kv_bytes_per_token=kv_bytes, location=loc, prefill_s=np.zeros(1),
-                     step_coeffs=np.zeros((1, 6)))
+                     step_coeffs=np.zeros((1, 9)))
 
 
 @dataclass

@@ -1,13 +1,20 @@
-"""`planner perf`: the analytic model's answer for one island and one request shape."""
+"""`planner perf`: the perf model's answer for one island and one request shape.
+
+    planner perf --gpu H200 --gpus 16 --model deepseek-v3 --input 2000 --output 200
+    planner perf --gpu H100-SXM --gpus 2 --model llama-3.1-70b --mode agg --tp 2 --json
+
+Disaggregated (default): the best prefill and the best decode configuration of the
+island, each with its throughput and the latency that goes with it (TTFT of a prefill
+pass, TPOT of the decode batch) -- one step time for both.  Aggregated (``--mode agg``):
+one configuration running both phases with in-flight batching and chunked prefill.
+``--json`` adds the per-operation breakdown of one prefill pass and one decode step.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
-import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +22,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from perfmodel import (
-    DEFAULT_CALIBRATION,
-    SLO,
-    WorkloadShape,
-    benchmark_island,
-    get_gpu,
-    get_model,
-)
+from perfmodel import SLO, WorkloadShape, benchmark_island, get_gpu, get_model
+from perfmodel.aggregated import aggregated_point
+from perfmodel.calibration import Calibration
+from perfmodel.decode import decode_components, mtp_yield, step_model
+from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
+from perfmodel.kernels.library import kernels_for
+from perfmodel.parallel import ParallelConfig, enumerate_configs, validate_config
+from perfmodel.prefill import prefill_components
 from planner.errors import PlannerError
+from planner.report.files import write_text_atomic
+
+MODES = ("disagg", "agg")
 
 
 def _positive(value: float | None, flag: str) -> None:
@@ -31,25 +41,64 @@ def _positive(value: float | None, flag: str) -> None:
         raise PlannerError(f"{flag} must be > 0, got {value}")
 
 
+def _col(x: float) -> np.ndarray:
+    return np.array([[float(x)]])
+
+
+def _seconds(comp: dict[str, np.ndarray]) -> dict[str, float]:
+    return {k: round(float(np.ravel(v)[0]), 9) for k, v in comp.items()}
+
+
 def _phase_row(table, phase: str, s: int, tokens: float, gpus: int) -> dict:
     t = getattr(table, phase)
     rps = float(t.rps[s])
     row = {"phase": phase, "config": t.config.label() if t.config else None,
            "requests_per_s": rps, "tokens_per_s_island": rps * tokens,
-           "tokens_per_s_gpu": rps * tokens / gpus,
-           "batch_per_group": float(t.batch[s]) if phase == "decode" else 1.0}
-    row["ttft_ms" if phase == "prefill" else "tpot_ms"] = float(t.latency_ms[s])
+           "tokens_per_s_gpu": rps * tokens / gpus}
+    if phase == "prefill":
+        row["prompts_per_pass"] = float(t.batch[s])
+        row["ttft_ms"] = float(t.latency_ms[s])
+    else:
+        row["batch_per_group"] = float(t.batch[s])
+        row["tpot_ms"] = float(t.latency_ms[s])
     if not t.config:
         row["reason"] = t.reason
     return row
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float) -> dict:
+    """Per-operation seconds of one prefill pass and one decode step (chosen configs)."""
+    out = {}
+    p = table.prefill
+    if p.config:
+        cfg = p.config
+        comp = prefill_components(gpu, spec, float(s), _col(cfg.tp), _col(cfg.dp), _col(cfg.ep),
+                                  hit_rate, calib, float(p.batch[s]))
+        out["prefill_pass"] = {"config": cfg.label(), "prompts": float(p.batch[s]),
+                               "seconds": _seconds(comp)}
+    dec = table.decode
+    if dec.config and dec.batch[s] > 0:
+        cfg = dec.config
+        comp = decode_components(gpu, spec, _col(dec.batch[s]), _col(cfg.tp), _col(cfg.dp),
+                                 _col(cfg.ep), calib, context=_col(s + 0.5 * d))
+        skew = comp.pop("expert_skew", None)
+        share = comp.pop("comm_sm_share", None)
+        once = {k: comp.pop(k) for k in ("lm_head", "mtp_module", "step_gap") if k in comp}
+        sm = step_model(gpu, spec, _col(dec.batch[s]), _col(cfg.tp), _col(cfg.dp),
+                        _col(cfg.ep), calib)
+        k_yield = mtp_yield(calib, spec)[1]
+        entry = {"config": cfg.label(), "batch_per_group": float(dec.batch[s]),
+                 "context": s + 0.5 * d,
+                 "layers": {"dense": spec.dense_layers if spec.is_moe else spec.layers,
+                            "moe": spec.moe_layers},
+                 "per_layer_seconds": _seconds(comp), "per_step_seconds": _seconds(once),
+                 "step_seconds": float(np.ravel(sm.step_time(s + 0.5 * d))[0]) * k_yield,
+                 "tokens_per_step": k_yield}
+        if skew is not None:
+            entry["expert_load_skew"] = round(float(np.ravel(skew)[0]), 4)
+            entry["comm_sm_share"] = round(float(np.ravel(share)[0]), 4)
+        out["decode_step"] = entry
+    return out
 
 
 def perf(
@@ -64,72 +113,160 @@ def perf(
     tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling (ms)."),
     weight_dtype: str = typer.Option(None, help="Override weight dtype (fp4/fp8/bf16)."),
     kv_dtype: str = typer.Option(None, help="Override KV-cache dtype (fp8/bf16)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
+                               f"and behaviour are used: {', '.join(ENGINES)}."),
+    mode: str = typer.Option("disagg", help="disagg (prefill and decode islands) or agg "
+                             "(one island, both phases, in-flight batching)."),
+    tp: int = typer.Option(None, help="Pin tensor parallelism (with --dp, --ep)."),
+    dp: int = typer.Option(None, help="Pin attention data parallelism (tp x dp = --gpus)."),
+    ep: int = typer.Option(None, help="Pin expert parallelism (divides --gpus; 1 for dense)."),
+    mtp_acceptance: float = typer.Option(0.0, help="Multi-token prediction: acceptance rate "
+                                         "of each draft token, 0..1 (0: off)."),
+    mtp_draft: int = typer.Option(1, help="Multi-token prediction: draft tokens per step."),
+    fp8_attention: bool = typer.Option(False, help="FP8 attention math (needs --kv-dtype "
+                                       "fp8)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (with the per-operation "
+                                 "breakdown of one step) instead of a table."),
     csv_path: Path = typer.Option(None, "--csv", help="Write a sweep over input lengths here."),
     max_input: int = typer.Option(8192, help="Longest input of the --csv sweep."),
-    peak: bool = typer.Option(False, help="Roofline peak (production utilisation 1)."),
 ) -> None:
-    """Best prefill and decode configurations of one island, with their throughput."""
+    """Best prefill and decode configurations of one island, with their throughput and
+    the TTFT and TPOT that go with it."""
     if gpus < 1:
         raise PlannerError(f"--gpus must be >= 1, got {gpus}")
     if input_len < 1 or output_len < 1:
         raise PlannerError("--input and --output must be >= 1")
     if not 0.0 <= hit_rate < 1.0:
         raise PlannerError(f"--hit-rate must be in [0, 1), got {hit_rate}")
+    if not 0.0 <= mtp_acceptance < 1.0:
+        raise PlannerError(f"--mtp-acceptance must be in [0, 1), got {mtp_acceptance}")
+    if mtp_draft < 1 or mtp_draft > 8:
+        raise PlannerError(f"--mtp-draft must be in 1..8, got {mtp_draft}")
+    if mode not in MODES:
+        raise PlannerError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     for value, flag in ((ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
         _positive(value, flag)
     spec = get_model(model).with_dtypes(weight_dtype, kv_dtype)
     gpu_spec = get_gpu(gpu)
-    calib = replace(DEFAULT_CALIBRATION, production_utilisation=1.0) if peak else (
-        DEFAULT_CALIBRATION)
+    prof = get_engine(engine)
+    calib = Calibration(engine=prof.name, mtp_acceptance=mtp_acceptance,
+                        mtp_draft_tokens=mtp_draft, fp8_attention=fp8_attention)
+    configs = None
+    for value, flag in ((tp, "--tp"), (dp, "--dp"), (ep, "--ep")):
+        if value is not None and (value < 1 or gpus % value):
+            raise PlannerError(f"{flag} {value} must be a divisor of --gpus {gpus}")
+    if any(v is not None for v in (tp, dp, ep)):
+        cfg = ParallelConfig(tp or gpus // max(dp or 1, 1), dp or gpus // max(tp or 1, 1),
+                             ep if ep is not None else 1)
+        validate_config(cfg, gpus, spec)
+        configs = [cfg]
     d_max = decode_max or 2 * output_len
     slo = SLO(ttft_ms, tpot_ms)
-
+    notes = kernels_for(gpu_spec, prof.name).notes
+    header = {"gpu": gpu_spec.name, "gpus": gpus, "model": spec.name, "engine": prof.name,
+              "engine_label": prof.label, "mode": mode, "input": input_len,
+              "output": output_len, "hit_rate": hit_rate,
+              "mtp_acceptance": mtp_acceptance, "mtp_draft": mtp_draft if mtp_acceptance else 0}
+    if mode == "agg":
+        _perf_agg(gpu_spec, gpus, spec, calib, configs, input_len, output_len, hit_rate,
+                  ttft_ms, tpot_ms, header, notes, as_json)
+        return
     length = max(input_len, max_input if csv_path else 0)
     pmf = np.zeros(length + 1)
     pmf[input_len] = 1.0
     table = benchmark_island(gpu_spec, gpus, spec, WorkloadShape(pmf, output_len, d_max,
-                                                                 hit_rate), slo, calib)
+                                                                 hit_rate), slo, calib, configs)
     rows = [_phase_row(table, "prefill", input_len, input_len, gpus),
             _phase_row(table, "decode", input_len, output_len, gpus)]
     if csv_path:
         _write_sweep(csv_path, gpu_spec, gpus, spec, max_input, output_len, d_max, hit_rate,
-                     slo, calib)
+                     slo, calib, configs)
     if as_json:
-        print(json.dumps({"gpu": gpu_spec.name, "gpus": gpus, "model": spec.name,
-                          "input": input_len, "output": output_len, "hit_rate": hit_rate,
-                          "phases": rows}, indent=2))
+        doc = {**header, "phases": rows,
+               "breakdown": _breakdowns(gpu_spec, spec, calib, rows, table, input_len,
+                                        float(output_len), hit_rate),
+               "kernel_sources": list(notes)}
+        print(json.dumps(doc, indent=2))
         if not any(row["config"] for row in rows):
             raise typer.Exit(1)
         return
-    console = Console(width=None if Console().is_terminal else 110)
-    out = Table(title=f"{spec.name} on {gpus} x {gpu_spec.name}: input {input_len}, "
-                      f"output {output_len} tokens")
+    console = Console(width=None if Console().is_terminal else 120)
+    out = Table(title=f"{spec.name} on {gpus} x {gpu_spec.name} ({prof.label}): input "
+                      f"{input_len}, output {output_len} tokens")
     for col in ("phase", "config", "req/s", "tok/s island", "tok/s/GPU", "batch", "latency"):
         out.add_column(col, justify="right" if col not in ("phase", "config") else "left")
     for row in rows:
         latency = (f"TTFT {row['ttft_ms']:.1f} ms" if row["phase"] == "prefill"
                    else f"TPOT {row['tpot_ms']:.1f} ms")
+        batch = row.get("prompts_per_pass", row.get("batch_per_group", 0.0))
         out.add_row(row["phase"], row["config"] or "does not fit",
                     f"{row['requests_per_s']:.2f}", f"{row['tokens_per_s_island']:,.0f}",
-                    f"{row['tokens_per_s_gpu']:,.0f}", f"{row['batch_per_group']:.0f}",
+                    f"{row['tokens_per_s_gpu']:,.0f}", f"{batch:.0f}",
                     latency if row["config"] else "-")
     console.print(out)
-    for row in rows:
-        if not row["config"]:
-            console.print(f"[yellow]{row['phase']}: {row['reason']}[/yellow]", soft_wrap=True)
+    _print_notes(console, rows, notes)
     if csv_path:
         console.print(f"sweep written to {csv_path}")
     if not any(row["config"] for row in rows):
         raise typer.Exit(1)
 
 
-def _write_sweep(path, gpu, gpus, spec, max_input, output_len, d_max, hit_rate, slo, calib):
+def _print_notes(console: Console, rows: list[dict], notes: list[str]) -> None:
+    for row in rows:
+        if not row["config"]:
+            console.print(f"[yellow]{row['phase']}: {row['reason']}[/yellow]", soft_wrap=True)
+    if notes:
+        console.print("kernel tables not measured on this GPU/engine: " + "; ".join(notes),
+                      style="dim", soft_wrap=True, markup=False)
+    console.print("batch: prompts per prefill pass / sequences per attention group in decode",
+                  style="dim")
+
+
+def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms, header,
+              notes, as_json) -> None:
+    """Aggregated serving: the configuration with the highest request rate (module doc)."""
+    best = None
+    for cfg in configs or enumerate_configs(gpus, spec):
+        pt = aggregated_point(gpu, spec, cfg.tp, cfg.dp, cfg.ep, s, float(d), hit_rate, calib,
+                              ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+        if pt.feasible and (best is None or pt.rps > best[1].rps):
+            best = (cfg, pt)
+    if best is None:
+        raise PlannerError(f"{spec.name} cannot be served aggregated on {gpus} x {gpu.name} "
+                           "at these lengths and latency ceilings (weights or KV do not fit, "
+                           "or no batch meets --ttft/--tpot)", exit_code=1)
+    cfg, pt = best
+    row = {"config": cfg.label(), "requests_per_s": pt.rps,
+           "output_tokens_per_s_island": pt.rps * d, "output_tokens_per_s_gpu": pt.rps * d / gpus,
+           "input_tokens_per_s_island": pt.rps * s, "batch_per_group": pt.batch,
+           "ttft_ms": pt.ttft_s * 1e3, "tpot_ms": pt.tpot_s * 1e3,
+           "prefill_tokens_per_pass": pt.prefill_tokens_per_pass}
+    if as_json:
+        print(json.dumps({**header, "aggregated": row,
+                          "breakdown": {"mixed_pass": {"config": cfg.label(),
+                                                       "seconds": pt.breakdown}},
+                          "kernel_sources": list(notes)}, indent=2))
+        return
+    console = Console(width=None if Console().is_terminal else 120)
+    out = Table(title=f"{spec.name} on {gpus} x {gpu.name} ({calib.profile.label}), aggregated: "
+                      f"input {s}, output {d} tokens")
+    for col in ("config", "req/s", "out tok/s island", "out tok/s/GPU", "batch", "TTFT",
+                "TPOT"):
+        out.add_column(col, justify="left" if col == "config" else "right")
+    out.add_row(row["config"], f"{pt.rps:.2f}", f"{row['output_tokens_per_s_island']:,.0f}",
+                f"{row['output_tokens_per_s_gpu']:,.0f}", f"{pt.batch}",
+                f"{row['ttft_ms']:.0f} ms", f"{row['tpot_ms']:.1f} ms")
+    console.print(out)
+    _print_notes(console, [{"config": cfg.label()}], notes)
+
+
+def _write_sweep(path, gpu, gpus, spec, max_input, output_len, d_max, hit_rate, slo, calib,
+                 configs):
     """Per-length table for configurations chosen under a uniform length distribution."""
     pmf = np.ones(max_input + 1)
     pmf[0] = 0.0
     table = benchmark_island(gpu, gpus, spec, WorkloadShape(pmf / pmf.sum(), output_len, d_max,
-                                                            hit_rate), slo, calib)
+                                                            hit_rate), slo, calib, configs)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["input", "prefill_config", "prefill_rps", "ttft_ms", "decode_config",
@@ -139,4 +276,4 @@ def _write_sweep(path, gpu, gpus, spec, max_input, output_len, d_max, hit_rate, 
         w.writerow([s, p.config.label() if p.config else "", f"{p.rps[s]:.6g}",
                     f"{p.latency_ms[s]:.6g}", d.config.label() if d.config else "",
                     f"{d.rps[s]:.6g}", f"{d.batch[s]:.0f}", f"{d.latency_ms[s]:.6g}"])
-    _write_atomic(Path(path), buf.getvalue())
+    write_text_atomic(Path(path), buf.getvalue())

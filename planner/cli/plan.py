@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from perfmodel import SLO
+from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from planner.cli.progress import step_bars
 from planner.errors import PlannerError
 
@@ -53,6 +54,9 @@ def plan(
     homogeneous: bool = typer.Option(True, help="Also find the best single-type plans."),
     exact_time_limit: float = typer.Option(60.0, help="Seconds for each exact solve."),
     resume: bool = typer.Option(False, help="Resume an interrupted search in --out."),
+    engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
+                               f"and behaviour the perf model uses: {', '.join(ENGINES)} "
+                               "(roofline: the thesis's model)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
 ) -> None:
     """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
@@ -75,7 +79,7 @@ def plan(
                       target_rps=target_rps, search=search, inner=inner, seed=seed,
                       ranges=ranges, slo=SLO(ttft_ms, tpot_ms), search_options=options,
                       compare_homogeneous=homogeneous, compare_exact=exact,
-                      exact_time_limit=exact_time_limit)
+                      exact_time_limit=exact_time_limit, engine=get_engine(engine).name)
     out = out or _default_out(inventory, workload)
     checkpoint = out.parent / f".{out.name}.checkpoint.json"
     if checkpoint.exists() and not resume:

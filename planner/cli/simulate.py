@@ -47,6 +47,8 @@ def simulate(
     no_fair_sharing: bool = typer.Option(False, "--no-fair-sharing", help="Give every KV "
                                          "transfer its tier's full bandwidth (faster, "
                                          "optimistic)."),
+    engine: str | None = typer.Option(None, "--engine", help="Perf-model engine: trtllm, "
+                                      "sglang, vllm or roofline (default: the plan's)."),
 ) -> None:
     """Simulate the plan in RUN_DIR and write latency metrics and plots beside it."""
     from planner.report import load_plan, render_report
@@ -65,7 +67,7 @@ def simulate(
                                seed=seed, warmup_fraction=warmup, workload=workload,
                                trace=str(trace) if trace else None, trace_format=trace_format,
                                ttft_slo_s=ttft_slo, tpot_slo_s=tpot_slo,
-                               fair_sharing=not no_fair_sharing)
+                               fair_sharing=not no_fair_sharing, engine=engine)
         inner = (plan.get("request") or {}).get("inner")
         if inner in PIPELINE_INNERS:  # "range" means JFFC on a pipeline plan
             settings = pipeline_settings(settings, inner)

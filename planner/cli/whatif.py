@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from perfmodel.engines import DEFAULT_ENGINE, ENGINES
 from planner.cli.progress import step_bars
 
 _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",
@@ -60,6 +61,8 @@ def whatif(
     tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling, ms."),
     out: Path = typer.Option(None, help="Study folder (default reports/<time>-whatif-"
                              "<inventory>)."),
+    engine: str = typer.Option(None, help="Serving engine of the perf model: "
+                               f"{', '.join(ENGINES)} (default {DEFAULT_ENGINE})."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or tables."),
 ) -> None:
     """Procurement what-if: budget/price sweeps, add/remove a type, workload shifts,
@@ -72,7 +75,7 @@ def whatif(
                   price=list(price or []), add=list(add or []), remove=list(remove or []),
                   workloads=workloads, equal_cost=equal_cost, marginal=marginal,
                   time_limit=time_limit, max_island=max_island, ttft_ms=ttft_ms,
-                  tpot_ms=tpot_ms)
+                  tpot_ms=tpot_ms, engine=engine)
     spec = load_spec(spec_file, flags)
     out = out or _default_out(spec)
     if out.exists() and not out.is_dir():
@@ -80,7 +83,8 @@ def whatif(
 
         raise PlannerError(f"--out {out}: exists and is not a folder")
     console = Console(stderr=True, quiet=quiet)
-    console.print(f"what-if: exact MILP per scenario, {spec.ranges} length ranges"
+    console.print(f"what-if: exact MILP per scenario, {spec.engine} perf model, "
+                  f"{spec.ranges} length ranges"
                   + (" (what-if default; `planner plan` uses 32)" if ranges is None else "")
                   + f", islands of at most {spec.solver.max_island} GPUs, "
                   f"{spec.availability} availability")

@@ -16,9 +16,9 @@ island of ``size`` GPUs of one type, and its parameters come from the perf model
   §2.1.2); the input maximum is the workload's 99th percentile (``input_quantile``),
   since the literal maximum of a heavy-tailed pmf would reserve for a rare request;
 * per-block prefill ``τ^I_j`` = ``prefill_time(mean input) / L`` and per-block decode
-  ``τ_j`` = ``step_time(b_j, mean context) / L``, both divided by the calibration's
-  ``production_utilisation`` (the factor the thesis tables carry, so that a pipeline of
-  one whole-model island and the MILP price that island alike).  Both use the island's
+  ``τ_j`` = ``step_time(b_j, mean context) / L`` (the perf model's step times, so that
+  a pipeline of one whole-model island and the MILP price that island alike).  Both
+  use the island's
   parallel configuration, the valid ``(tp, dp, ep)`` with the highest colocated
   throughput (:func:`island_config`), as each MILP island picks its best configuration;
 * **contention** -- the seeds assume per-token time does not depend on the number of
@@ -161,7 +161,7 @@ def island_config(size: int, model: ModelSpec, gpu: GPU | None = None,
 class OperatingPoint:
     """A colocated island's sessions per attention group ``b_g``, the blocks they are
     sized for, the whole-model prefill time of a mean prompt and the step time at
-    ``b_g`` (seconds, before ``production_utilisation``), and the throughput
+    ``b_g`` (seconds), and the throughput
     ``dp / (t_pre + d̄ t_step(b_g) / b_g)`` (requests/s)."""
 
     group_batch: int
@@ -188,7 +188,7 @@ def operating_point(gpu: GPU, model: ModelSpec, wl: PipelineWorkload, tp: int, d
     the throughput without the memory-sized batch's minutes-long lifetimes.
     """
     usable = usable_bytes(gpu, calib)
-    weights = float(weight_bytes_per_gpu(model, tp, ep))
+    weights = float(weight_bytes_per_gpu(model, tp, dp, ep))
     frac = 1.0 if weights <= usable else 0.5 * usable / weights
     blocks = max(1, min(model.layers, int(frac * model.layers)))
     frac = blocks / model.layers
@@ -224,17 +224,16 @@ def island_server(name: str, gpu: GPU, size: int, model: ModelSpec, wl: Pipeline
     tp, dp, ep = island_config(size, model, gpu, wl, calib)
     op = operating_point(gpu, model, wl, tp, dp, ep, calib)
     sessions = dp * op.group_batch if batch is None else int(batch)
-    util = calib.production_utilisation
     per_group = max(1.0, np.ceil(sessions / dp))
     t_step = op.t_step
     if batch is not None or not math.isfinite(t_step):
         t_step = float(np.asarray(step_model(gpu, model, per_group, tp, dp, ep, calib)
                                   .step_time(wl.mean_input + 0.5 * wl.mean_output)).ravel()[0])
     # each session also waits for its group's other prefills ("contention")
-    t_pre = op.t_prefill * per_group / util
+    t_pre = op.t_prefill * per_group
     L = model.layers
     return IslandServer(name, gpu.name, size, usable_bytes(gpu, calib) * size, t_pre / L,
-                        t_step / util / L, t_pre / wl.mean_input / L, tp, ep, sessions)
+                        t_step / L, t_pre / wl.mean_input / L, tp, ep, sessions)
 
 
 def block_bytes(model: ModelSpec) -> float:

@@ -33,6 +33,7 @@ from perfmodel.decode import step_model
 from perfmodel.hardware import GPU, get_gpu, gpu_from_datasheet
 from perfmodel.memory import (
     kv_bytes_per_token_per_gpu,
+    kv_capacity_tokens,
     max_decode_batch,
     thesis_batch_rule,
     usable_bytes,
@@ -51,35 +52,49 @@ _CONFIG = re.compile(r"^tp(\d+)-dp(\d+)-ep(\d+)$")
 _TABLES: dict[tuple, tuple[np.ndarray, np.ndarray, int, float]] = {}
 
 
+#: Columns of a ``step_coeffs`` row (the fields of :class:`perfmodel.decode.StepModel`).
+STEP_COLUMNS = ("lin_fixed", "d_count", "d_fixed", "d_slope", "d_floor",
+                "m_count", "m_fixed", "m_slope", "m_floor")
+
+
 def step_time(coeffs_row, context: float) -> float:
-    """Decode step time (s) from one row of ``SimIsland.step_coeffs`` at mean ``context``
-    tokens: ``t = c0 + c1 L + c2 max(c3 + c4 L, c5)`` (the :class:`StepModel` form)."""
-    lf, ls, count, fixed, slope, floor = coeffs_row
-    moe = fixed + slope * context
-    return lf + ls * context + count * (moe if moe > floor else floor)
+    """Decode time per generated token (s) from one row of ``SimIsland.step_coeffs`` at
+    mean ``context``: ``lf + dc max(df + ds L, dfl) + mc max(mf + ms L, mfl)`` (the
+    :class:`perfmodel.decode.StepModel` form: dense and MoE layers)."""
+    lf, dc, df, ds, dfl, mc, mf, ms, mfl = coeffs_row
+    t = lf
+    if dc:
+        x = df + ds * context
+        t += dc * (x if x > dfl else dfl)
+    if mc:
+        x = mf + ms * context
+        t += mc * (x if x > mfl else mfl)
+    return t
+
+
+def _sum_max(u: float, slope: float, floor: float, k: int, tri: float) -> float:
+    """sum_{i=1}^{k} max(u + slope i, floor): ``j`` steps on the floor, then arithmetic
+    (``tri`` = k (k + 1) / 2), as ``perfmodel.decode._sum_max_linear``."""
+    if slope > 0.0:
+        j = math.ceil((floor - u) / slope) - 1
+        j = 0 if j < 0 else (k if j > k else j)
+    else:
+        j = k if u < floor else 0
+    return (k - j) * u + slope * (tri - 0.5 * j * (j + 1.0)) + j * floor
 
 
 def steps_time(coeffs_row, context: float, k: int) -> float:
     """Seconds of ``k`` consecutive decode steps of a fixed batch whose mean context is
     ``context`` before the first: ``sum_{i=1}^{k} t(context + i)`` (every sequence gains
     one token per step, so the mean context grows by one; the first step attends
-    ``context + 1`` tokens as in :meth:`StepModel.request_time`).
-
-    Closed form: the linear terms are an arithmetic series; the MoE term
-    ``max(u + slope i, floor)`` sits on the floor for the first ``j`` steps and is
-    arithmetic after (the same split as ``perfmodel.decode._sum_max_linear``).
-    """
-    lf, ls, count, fixed, slope, floor = coeffs_row
+    ``context + 1`` tokens as in :meth:`StepModel.request_time`), in closed form."""
+    lf, dc, df, ds, dfl, mc, mf, ms, mfl = coeffs_row
     tri = 0.5 * k * (k + 1.0)
-    total = k * lf + ls * (k * context + tri)
-    if count:
-        u = fixed + slope * context
-        if slope > 0.0:
-            j = math.ceil((floor - u) / slope) - 1
-            j = 0 if j < 0 else (k if j > k else j)
-        else:
-            j = k if u < floor else 0
-        total += count * ((k - j) * u + slope * (tri - 0.5 * j * (j + 1.0)) + j * floor)
+    total = k * lf
+    if dc:
+        total += dc * _sum_max(df + ds * context, ds, dfl, k, tri)
+    if mc:
+        total += mc * _sum_max(mf + ms * context, ms, mfl, k, tri)
     return total
 
 
@@ -156,20 +171,12 @@ def _tables(gpu: GPU, size: int, tp: int, dp: int, ep: int, model: ModelSpec, ba
                      dtype=np.float64)[0]
     sizes = np.arange(batch + 1, dtype=np.float64)[None, :]
     sm = step_model(gpu, model, sizes, col(tp), col(dp), col(ep), calib)
-    shape = (batch + 1,)
-    coeffs = np.stack([np.broadcast_to(np.asarray(sm.lin_fixed, float), (1, batch + 1))[0],
-                       np.broadcast_to(np.asarray(sm.lin_slope, float), (1, batch + 1))[0],
-                       np.full(shape, float(sm.count)),
-                       np.broadcast_to(np.asarray(sm.fixed, float), (1, batch + 1))[0],
-                       np.broadcast_to(np.asarray(sm.slope, float), (1, batch + 1))[0],
-                       np.broadcast_to(np.asarray(sm.floor, float), (1, batch + 1))[0]],
-                      axis=1)
+    coeffs = np.array([sm.row(0, b) for b in range(batch + 1)], dtype=np.float64)
     if time_scale != 1.0:
         pre = pre * time_scale
-        coeffs[:, [0, 1, 3, 4, 5]] *= time_scale  # every time term; column 2 is a count
+        coeffs[:, [0, 2, 3, 4, 6, 7, 8]] *= time_scale  # every time term (not the counts)
     kv_gpu = float(kv_bytes_per_token_per_gpu(model, tp))
-    free = usable_bytes(gpu, calib) - float(weight_bytes_per_gpu(model, tp, ep))
-    cap = int(max(free, 0.0) // kv_gpu) * dp
+    cap = int(float(kv_capacity_tokens(gpu, model, tp, dp, ep, calib))) * dp
     for a in (pre, coeffs):
         a.setflags(write=False)
     out = (pre, coeffs, cap, kv_gpu)
@@ -226,11 +233,12 @@ def make_island(index: int, name: str, gpu: str | GPU, size: int, role: str, tp:
         raise PlannerError(f"{where}: tp x dp = {tp * dp} differs from size {size}")
     if int(max_input) < 1:
         raise PlannerError(f"{where}: max_input must be >= 1")
-    if weight_bytes_per_gpu(m, tp, ep) > usable_bytes(g, calib):
+    if weight_bytes_per_gpu(m, tp, dp, ep) > usable_bytes(g, calib):
         raise PlannerError(f"{where}: {m.name} weights do not fit on {g.name} at "
                            f"tp{tp}-dp{dp}-ep{ep}")
     if batch is None:
-        fit = max_decode_batch(g, m, np.array([[float(tp)]]), np.array([[float(ep)]]),
+        fit = max_decode_batch(g, m, np.array([[float(tp)]]), np.array([[float(dp)]]),
+                               np.array([[float(ep)]]),
                                np.array([[float(max_input)]]), calib)
         batch = max(int(thesis_batch_rule(np.asarray(fit, float))[0, 0]), 1)
     if isinstance(batch, bool) or int(batch) != batch or batch < 1:
@@ -303,16 +311,14 @@ def _range_edges(plan: Mapping[str, Any], n_ranges: int) -> np.ndarray:
 
 def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None = None,
                       gpus: Mapping[str, GPU] | None = None,
-                      calib: Calibration = DEFAULT_CALIBRATION,
+                      calib: Calibration | None = None,
                       network: NetworkSpec = DEFAULT_NETWORK, max_input: int | None = None,
                       locations: Sequence[Location] | None = None,
                       time_scale: float | None = None) -> SimCluster:
     """The cluster a plan.json describes (docs/plan-schema.md).
 
-    ``time_scale`` defaults to ``1 / calib.production_utilisation``: the plan's analytic
-    capacity carries that calibration factor (the perf model at 0.48 of its roofline
-    matches DeepSeek's production figures, ``perfmodel.calibration``), so the simulator
-    runs the plan's islands at the same speed the planner priced them at.
+    ``time_scale`` (default 1) multiplies every prefill and step time: the simulator runs
+    the islands at the perf model's own step times, the same ones the plan priced.
 
     Idle islands are dropped; the rest keep plan order (and their ``shares``).  GPU types
     come from ``gpus`` (e.g. the inventory's, with datasheet GPUs), the plan's inventory
@@ -322,6 +328,8 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
     if not isinstance(plan, Mapping):
         raise PlannerError("plan must be a JSON object")
     request = plan.get("request") or {}
+    if calib is None:
+        calib = plan_calibration(plan)
     if model is None:
         model = _field(request, "model", "plan.request")
     spec = _as_model(model, "plan.request.model")
@@ -341,7 +349,7 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
     edges = _range_edges(plan, n_ranges) if "ranges" in plan or n_ranges else np.zeros(0)
     if max_input is None:
         max_input = int(math.ceil(edges[-1])) if len(edges) else DEFAULT_MAX_INPUT
-    scale = 1.0 / calib.production_utilisation if time_scale is None else float(time_scale)
+    scale = 1.0 if time_scale is None else float(time_scale)
     islands = []
     for i, isl in enumerate(raw):
         where = f"plan.islands[{i}]"
@@ -391,10 +399,25 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
     return make_cluster(islands, network, spec.name, range_edges=edges, label=label)
 
 
+def plan_calibration(plan: Mapping[str, Any]) -> Calibration:
+    """The perf-model calibration a plan was made with: its ``request.engine`` (plans
+    written before engines were recorded used the default)."""
+    from perfmodel.engines import get_engine
+
+    request = plan.get("request") if isinstance(plan, Mapping) else None
+    engine = (request or {}).get("engine") if isinstance(request, Mapping) else None
+    if engine is None:
+        return DEFAULT_CALIBRATION
+    try:
+        return Calibration(engine=get_engine(str(engine)).name)
+    except PlannerError as err:
+        raise PlannerError(f"plan.request.engine: {err}") from None
+
+
 def clear_cache() -> None:
     _TABLES.clear()
 
 
-__all__ = ["DEFAULT_MAX_INPUT", "clear_cache", "cluster_from_plan", "make_cluster",
-           "make_island", "parse_config", "prefill_split", "step_time", "steps_time",
-           "steps_until"]
+__all__ = ["DEFAULT_MAX_INPUT", "STEP_COLUMNS", "clear_cache", "cluster_from_plan",
+           "make_cluster", "make_island", "parse_config", "plan_calibration", "prefill_split",
+           "step_time", "steps_time", "steps_until"]

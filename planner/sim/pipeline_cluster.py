@@ -29,15 +29,14 @@ user's ``0.8x`` refers to) is not that of the simulated chains.
 * ``max_batch = c_k``, ``tp = ep = 1``, ``dp = G`` the chain's prefill groups (next
   items; 1 with ``parallel_prefill=False``), ``size`` the GPUs of its hops (a GPU of an
   island shared by several chains is counted in each);
-* ``step_coeffs``: ``c_k + 1`` identical rows ``(t_tok, 0, 0, 0, 0, 0)`` (columns
-  ``lin_fixed, lin_slope, count, fixed, slope, floor`` of
-  :func:`planner.sim.cluster.step_time`), so every step takes
+* ``step_coeffs``: ``c_k + 1`` identical rows ``(t_tok, 0, ..., 0)`` (the columns
+  ``STEP_COLUMNS`` of :func:`planner.sim.cluster.step_time`, all but ``lin_fixed``
+  zero), so every step takes
   ``t_tok = Σ_hops (m_h τ_h + RTT + 2H/B)`` whatever the batch and context -- the
   no-contention model of seed 001: ``m_h`` blocks at hop ``h`` times the per-block
   decode time ``τ_h`` (:func:`island_server`, already charged at the island's
-  operating batch and divided by ``production_utilisation``, as the planner priced
-  it), plus one hidden state (``H`` bf16 values) relayed per hop per token
-  (:func:`chains_comm_time`);
+  operating batch, as the planner priced it), plus one hidden state (``H`` bf16
+  values) relayed per hop per token (:func:`chains_comm_time`);
 * ``prefill_s[L] = Σ_hops (RTT + L (m_h t^I_h + 2H/B) / g_h)`` (``L = 0`` priced as 1),
   linear in ``L`` as footnote 11 is.  ``t^I_h`` is the *raw* per-block per-token prefill
   time of hop ``h``'s island (``prefill_per_token_s / b_g``: without the contention
@@ -97,7 +96,7 @@ from planner.inner.pipeline_map import DataCentreNetwork, IslandServer, Pipeline
 from planner.inner.pipeline_solvers import ChainsSolver
 from planner.inner.problem import InnerProblem, IslandSpec
 from planner.network import DEFAULT_NETWORK, NetworkSpec, parse_network
-from planner.sim.cluster import make_cluster
+from planner.sim.cluster import STEP_COLUMNS, make_cluster, plan_calibration
 from planner.sim.protocol import SimCluster, SimIsland
 
 PIPELINE_INNERS = ("seed000", "seed001")
@@ -150,7 +149,8 @@ def replan_chains(plan: Mapping[str, Any]) -> ChainReplan:
         raise PlannerError(f"plan.request.ranges must be an integer, got {ranges!r}")
     ctx = _context(PlanRequest(inventory, model=str(_get(req, "model", "plan.request")),
                                workload=str(_get(req, "workload", "plan.request")),
-                               ranges=ranges, inner=inner))
+                               ranges=ranges, inner=inner,
+                               engine=plan_calibration(plan).engine))
     raw = _get(plan, "islands", "plan")
     if not isinstance(raw, list) or not raw:
         raise PlannerError("plan.islands must be a non-empty list")
@@ -243,7 +243,7 @@ def chain_island(index: int, chain: PlannedChain, servers: Mapping[str, IslandSe
     groups = max(1, min(c, int(one_group / pre_tok * (1.0 + 1e-9))))
     lengths = np.maximum(np.arange(max_input + 1, dtype=np.float64), 1.0)
     prefill = pre_fixed + pre_tok * lengths
-    coeffs = np.zeros((-(-c // groups) + 1, 6))  # rows by group batch ceil(n / dp)
+    coeffs = np.zeros((-(-c // groups) + 1, len(STEP_COLUMNS)))  # rows by group batch
     coeffs[:, 0] = t_tok
     for a in (prefill, coeffs):
         a.setflags(write=False)

@@ -87,7 +87,7 @@ class SimIsland:
     kv_bytes_per_token: float
     location: object  # planner.network.Location
     prefill_s: np.ndarray = field(repr=False, compare=False)
-    step_coeffs: np.ndarray = field(repr=False, compare=False)  # (B+1, 6)
+    step_coeffs: np.ndarray = field(repr=False, compare=False)  # (B+1, 9): STEP_COLUMNS
     range_shares: tuple[float, ...] = ()  # the inner solution's shares per range
 
 

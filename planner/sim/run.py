@@ -63,6 +63,18 @@ class SimSettings:
     ttft_slo_s: float | None = None
     tpot_slo_s: float | None = None
     fair_sharing: bool = True
+    engine: str | None = None  # perf-model engine; default: the plan's
+
+    def calibration(self, plan: Mapping[str, Any]):
+        """The perf-model calibration to run the islands with: ``engine`` if set, else the
+        one the plan was made with."""
+        from perfmodel.calibration import Calibration
+        from perfmodel.engines import get_engine
+        from planner.sim.cluster import plan_calibration
+
+        if self.engine is None:
+            return plan_calibration(plan)
+        return Calibration(engine=get_engine(self.engine).name)
 
     def tag(self) -> str:
         """Folder name of this run inside ``RUN_DIR/simulation``."""
@@ -183,7 +195,8 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
         if cluster is None:
             cluster = cluster_from_pipeline_plan(plan, network=plan_network(plan))
     elif cluster is None:
-        cluster = cluster_from_plan(plan, network=plan_network(plan))
+        cluster = cluster_from_plan(plan, network=plan_network(plan),
+                                    calib=settings.calibration(plan))
     capacity = plan_capacity(plan)
     rate = parse_rate(settings.rate, capacity)
     max_input = max(int(len(isl.prefill_s)) - 1 for isl in cluster.islands)

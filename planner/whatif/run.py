@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel import get_model
+from perfmodel.calibration import Calibration
 from planner.evaluate import LayoutEvaluator, PlanningContext
 from planner.inner import make_inner_solver
 from planner.outer.exact import ExactSearch
@@ -116,7 +117,8 @@ class WhatIfRunner:
             w = self.workload(scenario)
             gpus = {e.name: e.gpu for e in (*self.spec.inventory.entries, *self.spec.add)}
             ctx = PlanningContext(get_model(self.spec.model), w,
-                                  make_ranges(w, count=self.spec.ranges), gpus, self.spec.slo)
+                                  make_ranges(w, count=self.spec.ranges), gpus, self.spec.slo,
+                                  Calibration(engine=self.spec.engine))
             self._evaluators[key] = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
         return self._evaluators[key]
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel import SLO, get_model
+from perfmodel.engines import DEFAULT_ENGINE, get_engine
 from planner.errors import PlannerError
 from planner.inventory import Inventory, InventoryEntry, inventory_from_dict, load_inventory
 from planner.whatif.values import (
@@ -60,7 +61,7 @@ DEFAULT_RANGES = 16  # coarser than `planner plan`'s 32: a study solves dozens o
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
 
 _TOP = {"inventory", "model", "workload", "budget", "availability", "ranges", "slo",
-        "solver", "studies"}
+        "solver", "studies", "engine"}
 _STUDIES = {"budget_sweep", "prices", "add", "remove", "workloads", "equal_cost", "marginal"}
 _SOLVER = {"time_limit", "mip_gap", "prune_tol", "max_island"}
 
@@ -83,6 +84,7 @@ class WhatIfSpec:
     workloads: tuple[WorkloadMix, ...] = ()
     equal_cost: bool = False
     marginal: float | None = None
+    engine: str = DEFAULT_ENGINE
 
     @property
     def base_budget(self) -> float:
@@ -97,7 +99,8 @@ class WhatIfSpec:
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source, "inventory": self.inventory.to_dict(), "model": self.model,
-            "workload": self.workload, "budget": self.budget, "base_budget": self.base_budget,
+            "workload": self.workload, "engine": self.engine, "budget": self.budget,
+            "base_budget": self.base_budget,
             "availability": self.availability, "ranges": self.ranges,
             "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},
             "solver": vars(self.solver).copy(),
@@ -134,6 +137,7 @@ class Flags:
     max_island: int | None = None
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    engine: str | None = None
 
 
 def _inventory(value: Any, loc: Loc, base_dir: Path) -> Inventory:
@@ -336,6 +340,11 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         if free:
             raise at.error(f"unlimited availability needs a price > 0 for every type; "
                            f"{', '.join(free)} costs 0 in inventory '{inventory.name}'")
+    engine, at = _pick(flags.engine, "--engine", data, "engine", root, DEFAULT_ENGINE)
+    try:
+        engine = get_engine(str(engine)).name
+    except PlannerError as err:
+        raise at.error(str(err)) from None
     ranges, at = _pick(flags.ranges, "--ranges", data, "ranges", root, DEFAULT_RANGES)
     ranges = int(positive(ranges, at, integer=True))
 
@@ -350,7 +359,7 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         _budget_sweep(studies, st, flags), _prices(studies, st, flags, inventory, unlimited),
         _add(studies, st, flags, inventory, unlimited), _remove(studies, st, flags, inventory),
         _workloads(studies, st, flags, base_dir), equal_cost,
-        None if marginal is None else positive(marginal, at))
+        None if marginal is None else positive(marginal, at), engine)
     if not spec.base_budget > 0:
         raise root.child("budget").error("is needed: the inventory's full cost is 0 $/h")
     if not spec.has_study:

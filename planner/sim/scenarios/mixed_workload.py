@@ -221,6 +221,10 @@ MAX_BATCH = 128
 SCENARIO_KV_TOKENS = 32_768
 #: Arrival rate of the validation scenario, req/s (module docstring).
 SCENARIO_RATE = 180.0
+#: The perf model the scenario (and its committed DQN policy) was built on: the
+#: Shallowsim-style rooflines, so that the seed-004 reproduction does not move when the
+#: measured-kernel model is recalibrated.
+SCENARIO_ENGINE = "roofline"
 GPU = "A100-80G"
 MODEL = "llama-3.1-8b"
 
@@ -234,6 +238,7 @@ def mixed_cluster(n_instances: int = N_INSTANCES, *, max_batch: int = MAX_BATCH,
     is the module docstring's memory-pressure setting.
     """
     from perfmodel import get_model
+    from perfmodel.calibration import Calibration
     from planner.network import DEFAULT_NETWORK
     from planner.sim.cluster import make_cluster, make_island
 
@@ -242,7 +247,7 @@ def mixed_cluster(n_instances: int = N_INSTANCES, *, max_batch: int = MAX_BATCH,
     islands = []
     for i in range(n_instances):
         isl = make_island(i, f"a100-{i}", GPU, 1, "both", 1, 1, 1, model, batch=max_batch,
-                          location=locs[i])
+                          location=locs[i], calib=Calibration(engine=SCENARIO_ENGINE))
         if kv_capacity_tokens is not None:
             isl = replace(isl, kv_capacity_tokens=int(kv_capacity_tokens))
         islands.append(isl)

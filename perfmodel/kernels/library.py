@@ -1,0 +1,255 @@
+"""The kernel models of one GPU under one engine, with the fallbacks that make every
+catalog or datasheet GPU answerable.
+
+For each operation the model comes from, in order:
+
+1. the GPU's own measured system (``GPU.kernel_system``) under the requested engine;
+2. the same system under another engine (trtllm, sglang, vllm in that order) -- the
+   database does not hold every op for every engine (vLLM has no kernel-only MLA
+   tables, for instance);
+3. the measured system the transfer rule picks (:mod:`perfmodel.kernels.transfer`),
+   requested engine first;
+4. any measured system that has it.
+
+Every fallback is recorded in :attr:`KernelSet.notes`, which ``planner perf`` and the
+plan report print, so a figure resting on another GPU's kernels says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfmodel.hardware import GPU
+from perfmodel.kernels import ops, timing
+from perfmodel.kernels.models import CurveModel
+from perfmodel.kernels.store import ENGINES, load_system, measured_systems
+from perfmodel.kernels.transfer import (
+    comm_source,
+    compute_source,
+    interconnect_class,
+    system_gpu,
+)
+
+_COMM_OPS = ("allreduce", "alltoall")
+#: Ops whose measured kernels come from one engine whatever the engine asked for:
+#: * MoE: the database's SGLang and vLLM ``moe_perf`` rows time their Triton fused-MoE
+#:   path, up to 12x slower than the CUTLASS / DeepGEMM grouped GEMMs those engines run
+#:   under expert parallelism (DeepEP + DeepGEMM); TRT-LLM's rows are that grouped GEMM;
+#: * MLA: vLLM has no kernel-only MLA tables, and SGLang's FP8-KV rows run a
+#:   dequantising FlashAttention path 4x slower than its bf16 one, where SGLang deploys
+#:   FlashMLA for DeepSeek; TRT-LLM's rows are its FlashMLA-class kernels.
+_PREFERRED_ENGINE = {"moe": "trtllm", "moe_imbalance": "trtllm", "mla_decode": "trtllm",
+                     "mla_context": "trtllm"}
+
+
+@dataclass
+class KernelSet:
+    gpu: GPU
+    engine: str
+    notes: list[str] = field(default_factory=list)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ resolution
+    def _order(self, op: str) -> list[tuple[str, str]]:
+        systems = measured_systems()
+        chain = []
+        own = self.gpu.kernel_system if self.gpu.kernel_system in systems else ""
+        first = _PREFERRED_ENGINE.get(op, self.engine)
+        engines = [first] + [e for e in ENGINES if e != first]
+        if own:
+            chain += [(own, e) for e in engines]
+        pick = comm_source if op in _COMM_OPS else compute_source
+        src = pick(self.gpu, [s for s in systems if s != own])
+        if src:
+            chain += [(src, e) for e in engines]
+        chain += [(s, e) for s in systems for e in engines if s not in (own, src)]
+        return chain
+
+    def model(self, key: str):
+        """The fitted model for op ``key`` (``store`` keys), or None if no system has it."""
+        return self.resolve(key)[0]
+
+    def resolve(self, key: str):
+        """(model, measured system, engine) of op ``key``; (None, "", "") if none."""
+        if key in self._cache:
+            return self._cache[key]
+        op = key.split(":")[0]
+        found = (None, "", "")
+        for system, engine in self._order(op):
+            tables = load_system(system)
+            m = tables.get(engine, key) if tables else None
+            if m is None:
+                continue
+            found = (m, system, engine)
+            if system != self.gpu.kernel_system or engine != _PREFERRED_ENGINE.get(
+                    op, self.engine):
+                src = tables.gpu if system != self.gpu.kernel_system else self.gpu.name
+                why = "transferred from" if system != self.gpu.kernel_system else "from"
+                note = f"{key} {why} {src} under {engine}"
+                if note not in self.notes:
+                    self.notes.append(note)
+            break
+        self._cache[key] = found
+        return found
+
+    def _need(self, key: str):
+        m = self.model(key)
+        if m is None:
+            raise LookupError(f"no measured kernel table for {key} on any system")
+        return m
+
+    # ------------------------------------------------------------------ rates
+    @property
+    def bandwidth(self) -> float:
+        return ops.hbm(self.gpu)
+
+    def peak(self, kind: str) -> float:
+        return ops.peak_flops(self.gpu, kind)
+
+    def _gemm_kind(self, kind: str) -> str:
+        """The table an op of precision ``kind`` runs from: its own if the GPU has those
+        tensor cores, else bf16 (weight-only quantisation: smaller weights, bf16 math)."""
+        return kind if ops.native(self.gpu, kind) and self.model(f"gemm:{kind}") else "bf16"
+
+    # ------------------------------------------------------------------ ops
+    def gemm(self, m, n, k, kind: str):
+        table = self._gemm_kind(kind)
+        return timing.gemm_time(self._need(f"gemm:{table}"), m, n, k, kind, self.peak(table),
+                                self.bandwidth)
+
+    def gemm_sum(self, m, shapes, kind: str):
+        """Total time of several GEMMs over the same ``m`` rows: ``shapes`` is a list of
+        (n, k) (scalars or arrays broadcasting with m), evaluated in one call."""
+        if not shapes:
+            return 0.0 * np.asarray(m, float)
+        m = np.asarray(m, float)
+        full = np.broadcast_shapes(m.shape, *(np.shape(n) for n, _ in shapes),
+                                   *(np.shape(k) for _, k in shapes))
+        n = np.stack([np.broadcast_to(np.asarray(n, float), full) for n, _ in shapes])
+        k = np.stack([np.broadcast_to(np.asarray(k, float), full) for _, k in shapes])
+        return self.gemm(m, n, k, kind).sum(axis=0)
+
+    def moe(self, tokens, hidden, inter, topk, experts, ep, kind: str):
+        table = kind if ops.native(self.gpu, kind) and self.model(f"moe:{kind}") else "bf16"
+        return timing.moe_time(self._need(f"moe:{table}"), tokens, hidden, inter, topk,
+                               experts, ep, kind, self.peak(table), self.bandwidth)
+
+    def moe_imbalance(self, tokens_per_expert, ep):
+        return timing.imbalance(self.model("moe_imbalance"), tokens_per_expert, ep)
+
+    def _attention_kind(self, kv: str, fp8_attention: bool) -> str:
+        if kv == "fp8" and ops.native(self.gpu, "fp8"):
+            if fp8_attention and self.model("context_attention:fp8"):
+                return "fp8"
+            if self.model("context_attention:bf16_kvfp8"):
+                return "bf16_kvfp8"
+        return "bf16"
+
+    def context_attention(self, batch, seq, pairs, new_tokens, heads, kv_heads, head_dim,
+                          kv: str = "bf16", fp8_attention: bool = False):
+        kind = self._attention_kind(kv, fp8_attention)
+        peak = self.peak("fp8" if kind == "fp8" else "bf16")
+        return timing.context_attention_time(self._need(f"context_attention:{kind}"), batch,
+                                             seq, pairs, new_tokens, heads, kv_heads,
+                                             head_dim, kind, peak, self.bandwidth)
+
+    def mla_context(self, batch, seq, pairs, new_tokens, heads, kv: str = "bf16"):
+        kind = kv if self.model(f"mla_context:{kv}") else "bf16"
+        return timing.mla_context_time(self._need(f"mla_context:{kind}"), batch, seq, pairs,
+                                       new_tokens, heads, self.peak("bf16"), self.bandwidth)
+
+    def _decode_peak(self, kv: str, fp8_attention: bool) -> float:
+        """FP8 attention (FP8 KV cache read by FP8 tensor-core math) runs at the FP8 rate;
+        the database measures decode attention in bf16 math only, so the efficiency is
+        the bf16 kernel's at the same roofline position."""
+        fp8 = fp8_attention and kv == "fp8" and ops.native(self.gpu, "fp8")
+        return self.peak("fp8" if fp8 else "bf16")
+
+    def decode_attention(self, batch, context, heads, kv_heads, head_dim, kv: str = "bf16",
+                         fp8_attention: bool = False):
+        kind = kv if ops.native(self.gpu, "fp8") and self.model(f"decode_attention:{kv}") \
+            else "bf16"
+        return timing.decode_attention_time(self._need(f"decode_attention:{kind}"), batch,
+                                            context, heads, kv_heads, head_dim, kv,
+                                            self._decode_peak(kv, fp8_attention),
+                                            self.bandwidth)
+
+    def mla_decode(self, batch, context, heads, kv: str = "bf16",
+                   fp8_attention: bool = False):
+        kind = kv if ops.native(self.gpu, "fp8") and self.model(f"mla_decode:{kv}") else "bf16"
+        return timing.mla_decode_time(self._need(f"mla_decode:{kind}"), batch, context, heads,
+                                      kv, self._decode_peak(kv, fp8_attention),
+                                      self.bandwidth)
+
+    @property
+    def kernel_floor(self) -> float:
+        """The shortest kernel the GPU runs (launch and synchronisation): the bf16 GEMM
+        table's floor."""
+        return float(self._need("gemm:bf16").floor_s)
+
+    # ------------------------------------------------------------------ communication
+    def _curves(self) -> tuple[dict[int, CurveModel], float]:
+        """All-reduce curves by GPU count, and the scale-up GB/s of the GPU they were
+        measured on (all counts from the same system as the 2-GPU curve)."""
+        if "_curves" not in self._cache:
+            _, system, engine = self.resolve("allreduce:2")
+            tables = load_system(system) if system else None
+            curves = {}
+            # PCIe-class systems: the database measured 4 and 8 GPUs across CPU sockets
+            # without peer-to-peer (L40S 20 -> 5 -> 1.5 GB/s bus bandwidth); a server whose
+            # GPUs share PCIe switches -- what the catalog's per-GPU link describes --
+            # scales as a ring from the 2-GPU measurement (timing.allreduce_time).
+            counts = (2,) if interconnect_class(self.gpu) == "pcie" else (2, 4, 8, 16)
+            if tables:
+                for n in counts:
+                    m = tables.get(engine, f"allreduce:{n}")
+                    if m is not None:
+                        curves[n] = m
+            link = _system_link(system) or self.gpu.scaleup_gbps
+            self._cache["_curves"] = (curves, link)
+        return self._cache["_curves"]
+
+    def allreduce(self, nbytes, gpus, scaleout: bool = False):
+        """Tensor-parallel all-reduce of ``nbytes`` across ``gpus`` GPUs; a group wider
+        than the scale-up domain runs at the scale-out bandwidth (its bandwidth term
+        stretched by scale-up / scale-out)."""
+        curves, fitted_link = self._curves()
+        link = self.gpu.scaleout_gbps if scaleout else self.gpu.scaleup_gbps
+        scale = fitted_link / link
+        return timing.allreduce_time(curves, nbytes, int(gpus), scale)
+
+    def alltoall(self, bytes_intra, bytes_inter, mode: str, phase: str):
+        """Dispatch or combine: bytes sent within the scale-up domain and across it run
+        concurrently, the slower sets the time (DeepEP forwards inter-domain traffic
+        through one GPU per domain)."""
+        m = self._need(f"alltoall:{mode}:{phase}")
+        intra = timing.alltoall_time(m, bytes_intra, self.gpu.scaleup_gbps * 1e9)
+        inter = timing.alltoall_time(m, bytes_inter, self.gpu.scaleout_gbps * 1e9)
+        return np.where(np.asarray(bytes_inter) > 0, np.maximum(intra, inter), intra)
+
+
+def _system_link(system: str) -> float | None:
+    g = system_gpu(system) if system else None
+    return g.scaleup_gbps if g else None
+
+
+_SETS: dict[tuple, KernelSet] = {}
+
+
+def kernels_for(gpu: GPU, engine: str):
+    """The (cached) kernel set of a GPU under an engine -- measured kernels, or the
+    thesis's rooflines for ``engine="roofline"`` -- keyed by the GPU's physical figures
+    and name, so a price change shares it."""
+    key = (gpu.name, gpu.spec_key(), engine)
+    hit = _SETS.get(key)
+    if hit is None:
+        if engine == "roofline":
+            from perfmodel.kernels.roofline_set import RooflineKernels
+
+            hit = RooflineKernels(gpu)
+        else:
+            hit = KernelSet(gpu, engine)
+        _SETS[key] = hit
+    return hit
