@@ -51,15 +51,19 @@ class AggregatedPoint:
         return self.batch > 0 and self.rps > 0
 
 
-def mixed_pass(gpu: GPU, model: ModelSpec, batch, s: float, d: float, tp, dp, ep,
-               hit_rate: float, calib: Calibration) -> dict[str, np.ndarray]:
-    """Named seconds of one mixed pass for ``batch`` decoding sequences (array)."""
+def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
+               hit_rate: float, calib: Calibration, held=None) -> dict[str, np.ndarray]:
+    """Named seconds of one mixed pass for ``batch`` decoding sequences; ``batch``,
+    ``s`` (input length) and ``d`` (output length) broadcast against each other.
+    ``held``: generated tokens a sequence holds on average (default d / 2)."""
     ks = kernels_for(gpu, calib.engine)
     prof = calib.profile
     batch = np.asarray(batch, float)
+    s = np.asarray(s, float)
+    d = np.asarray(d, float)
     k_draft, tokens_per_step = mtp_yield(calib, model)
-    n = max(s * (1.0 - hit_rate), 1.0)
-    steps = max(d / tokens_per_step, 1.0)
+    n = np.maximum(s * (1.0 - hit_rate), 1.0)
+    steps = np.maximum(d / tokens_per_step, 1.0)
     budget = prof.prefill_token_budget or np.inf
     decode_rows = batch * (1 + k_draft)
     chunk = np.minimum(batch * n / steps, np.maximum(budget - decode_rows, 0.0))
@@ -67,7 +71,7 @@ def mixed_pass(gpu: GPU, model: ModelSpec, batch, s: float, d: float, tp, dp, ep
     rows = decode_rows + chunk
     cached = s * hit_rate
     pairs = prompts * 0.5 * (s * (s + 1.0) - cached * (cached + 1.0))
-    context = s + 0.5 * d
+    context = s + (0.5 * d if held is None else np.asarray(held, float))
     heads = model.heads / tp
     if model.is_mla:
         dec = ks.mla_decode(batch, context, heads * (1 + k_draft), model.kv_dtype,

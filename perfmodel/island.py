@@ -49,7 +49,7 @@ class SLO:
 
 @dataclass(frozen=True)
 class PhaseTable:
-    phase: str  # "prefill" | "decode"
+    phase: str  # "prefill" | "decode" | "both" (perfmodel.colocated)
     config: ParallelConfig | None  # chosen configuration (None: the model fits nowhere)
     rps: np.ndarray  # (S,) requests/s of the whole island at each input length
     latency_ms: np.ndarray  # (S,) TTFT (prefill) or mean TPOT (decode)
@@ -57,6 +57,7 @@ class PhaseTable:
     configs: tuple[ParallelConfig, ...] = ()
     deviation: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (C,) weighted delta
     reason: str = ""  # why the phase cannot run here, if it cannot
+    ttft_ms: np.ndarray | None = None  # (S,) colocated tables: TTFT (latency_ms is TPOT)
 
     @property
     def feasible(self) -> bool:
@@ -80,26 +81,82 @@ class WorkloadShape:
     decode_mean: float
     decode_max: int
     prefix_hit_rate: float = 0.0
+    #: Generated tokens a sequence of a running decode batch holds on average, ``g``.
+    #: None is the thesis's rule (§4.6.2): KV sized for ``s + decode_max`` and every
+    #: sequence of a batch at the same stage (time per request = sum of its steps).  A
+    #: number is a steady batch of sequences at all stages of their lives: the batch is
+    #: sized for ``s + g`` tokens per sequence and every step runs at that context, so
+    #: the time per request is ``d x step(s + g)``.  The planner passes
+    #: ``Workload.decode_residence / 2`` (the inspection paradox: ``E[d^2] / 2E[d]``).
+    kv_reserve: float | None = None
+    #: Per input length (same length as ``pmf``): ``E[d | s]`` and the generated tokens
+    #: a running sequence of length ``s`` holds, ``E[d^2 | s] / 2E[d | s]``; when given
+    #: they replace ``decode_mean`` and ``kv_reserve`` length by length (real traces
+    #: answer long prompts at length).
+    decode_by_length: np.ndarray | None = None
+    held_by_length: np.ndarray | None = None
+
+    @property
+    def steady(self) -> bool:
+        """A steady batch of sequences at all stages (False: the thesis's cohort)."""
+        return self.kv_reserve is not None or self.held_by_length is not None
+
+    @property
+    def reserve(self) -> float:
+        """Tokens of KV per sequence beyond its prompt when sizing the batch (scalar)."""
+        return float(self.decode_max if self.kv_reserve is None else self.kv_reserve)
+
+    def decode_at(self, s: np.ndarray) -> np.ndarray | float:
+        """Output tokens per request at input lengths ``s``."""
+        if self.decode_by_length is None:
+            return float(self.decode_mean)
+        return self.decode_by_length[_as_index(s, len(self.pmf))].astype(s.dtype)
+
+    def held_at(self, s: np.ndarray) -> np.ndarray | float:
+        """Generated tokens per sequence in a steady batch (``reserve`` if no table)."""
+        if self.held_by_length is None:
+            return self.reserve
+        return self.held_by_length[_as_index(s, len(self.pmf))].astype(s.dtype)
 
     def key(self) -> tuple:
-        digest = hashlib.blake2b(np.ascontiguousarray(self.pmf, float).tobytes(),
-                                 digest_size=16).hexdigest()
-        return (digest, len(self.pmf), self.decode_mean, self.decode_max, self.prefix_hit_rate)
+        def digest(a):
+            if a is None:
+                return None
+            return hashlib.blake2b(np.ascontiguousarray(a, float).tobytes(),
+                                   digest_size=16).hexdigest()
+        return (digest(self.pmf), len(self.pmf), self.decode_mean, self.decode_max,
+                self.prefix_hit_rate, self.kv_reserve, digest(self.decode_by_length),
+                digest(self.held_by_length))
+
+
+def _as_index(s: np.ndarray, n: int) -> np.ndarray:
+    return np.clip(np.asarray(s).astype(np.int64), 0, n - 1)
 
 
 _CACHE: dict[tuple, IslandTable] = {}
 
 
-def _choose(rps_all: np.ndarray, pmf: np.ndarray) -> tuple[int, np.ndarray]:
+def _choose(rps_all: np.ndarray, pmf: np.ndarray, cover: bool = False
+            ) -> tuple[int, np.ndarray]:
     """Index of c* = argmin_c sum_s delta(c, s) p(s), and the weighted deviations.
 
     sum_s delta(c, s) p(s) = sum_{s: R*>0} p(s) - sum_s R(s, c) p(s) / R*(s), so one
     (C, S) product with w(s) = p(s) / R*(s) gives every configuration's deviation.
+
+    ``cover``: only configurations that serve every length some configuration serves
+    are candidates (then the least deviation among them).  The thesis's rule (§4.6.1)
+    weighs a length a configuration cannot serve (a long prompt past the TTFT ceiling,
+    say) by its small probability only, and so may pick a configuration that leaves the
+    long prompts to nobody: under an SLO, a fleet of one GPU type then serves nothing.
     """
     best = rps_all.max(axis=0)
     served = best > 0
     w = np.divide(pmf, best, out=np.zeros_like(pmf), where=served)
     weighted = pmf[served].sum() - rps_all @ w
+    if cover:
+        coverage = (rps_all > 0) @ np.where(served, pmf, 0.0)
+        ok = coverage >= coverage.max() * (1 - 1e-9)
+        return int(np.argmin(np.where(ok, weighted, np.inf))), weighted
     return int(np.argmin(weighted)), weighted
 
 
@@ -165,16 +222,38 @@ def _selection_lengths(shape: WorkloadShape) -> tuple[np.ndarray, np.ndarray]:
     return pts.astype(np.float32)[None, :], weights
 
 
+#: Token budgets a prefill island may run under a TTFT ceiling, as fractions of the
+#: engine's (an operator lowers ``max_num_batched_tokens`` until the pass meets it).
+BUDGET_FRACTIONS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
+
+
 def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     """Prefill throughput per length: dp attention groups each run forward passes that
-    fill the engine's token budget (``perfmodel.prefill``); TTFT is the pass time."""
+    fill a token budget (``perfmodel.prefill``); TTFT is the pass time.
+
+    The budget is the engine's unless a TTFT ceiling is set; then, per length, the
+    largest of ``BUDGET_FRACTIONS`` of it whose pass meets the ceiling (smaller passes
+    amortise the weights and overheads over fewer prompts, so the fastest budget that
+    meets the ceiling is the largest).  The batch returned is prompts per pass."""
     samples = _samples(int(s_all.max()) + 1)
     h = shape.prefix_hit_rate
-    k = batched_prompts(samples, h, calib)[None, :]
-    t = prefill_pass_time(gpu, model, samples[None, :], grid.tp, grid.dp, grid.ep, h, calib, k)
-    per_request = np.log(t / k)
-    t_all = np.exp(_interp_rows(samples, per_request, s_all[0])).astype(np.float32)
-    k_all = batched_prompts(s_all, h, calib).astype(np.float32)
+    fractions = BUDGET_FRACTIONS if slo.ttft_ms is not None else BUDGET_FRACTIONS[:1]
+    best_t = best_k = None
+    for f in fractions:
+        k = batched_prompts(samples, h, calib, f)[None, :]
+        t = prefill_pass_time(gpu, model, samples[None, :], grid.tp, grid.dp, grid.ep, h,
+                              calib, k)
+        per_request = np.exp(_interp_rows(samples, np.log(t / k), s_all[0])).astype(np.float32)
+        k_all = batched_prompts(s_all, h, calib, f).astype(np.float32)
+        k_all = np.broadcast_to(k_all, per_request.shape)
+        if best_t is None:
+            best_t, best_k = per_request, k_all
+            continue
+        # a smaller budget replaces the larger one only where the larger misses TTFT
+        miss = best_t * best_k > slo.ttft_ms * 1e-3
+        best_t = np.where(miss, per_request, best_t)
+        best_k = np.where(miss, k_all, best_k)
+    t_all, k_all = best_t, best_k
     ttft = t_all * k_all
     rps = grid.dp.astype(np.float32) / t_all
     # The request's own KV cache must fit beside the weights (chunked prefill keeps
@@ -184,7 +263,7 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     np.multiply(rps, s_all <= longest, out=rps)  # a mask multiply beats masked assignment
     if slo.ttft_ms is not None:
         np.multiply(rps, ttft <= slo.ttft_ms * 1e-3, out=rps)
-    return rps, ttft * 1e3, np.broadcast_to(k_all, rps.shape)
+    return rps, ttft * 1e3, np.ascontiguousarray(k_all)
 
 
 #: Batch sizes at which decode steps are evaluated: every size up to 16, then four per
@@ -229,18 +308,29 @@ class _BatchSteps:
 
 
 def _decode_rps(gpu, model, grid, shape, slo, calib, s):
-    d = float(shape.decode_mean)
+    """Decode requests/s, TPOT (ms) and batch per (configuration, length).
+
+    Steady batch (the planner): each sequence of length ``s`` holds ``s + g(s)`` tokens
+    on average (``WorkloadShape.held_at``), the batch is the largest whose KV fits at
+    that context (and whose step meets the TPOT ceiling), every step runs at it, and a
+    request takes ``d(s)`` steps.  Thesis cohort: KV for ``s + decode_max``, a request's
+    steps summed from ``s`` to ``s + d``."""
+    d = shape.decode_at(s)
+    steady = shape.steady
+    held = shape.held_at(s) if steady else shape.reserve
     batch = thesis_batch_rule(max_decode_batch(gpu, model, grid.tp, grid.dp, grid.ep,
-                                               s + shape.decode_max, calib))
+                                               s + held, calib))
     # The step model depends on the batch only through per-batch coefficients, so it is
     # built once on a lattice of batch sizes and read per (configuration, length).
     per_batch = _BatchSteps(gpu, model, grid, calib, int(batch.max()), s.dtype)
+    context = s + (held if steady else 0.5 * d)
     if slo.tpot_ms is not None:
-        batch = _cap_batch_for_tpot(per_batch, batch, s + 0.5 * d, slo.tpot_ms)
-    t = per_batch.at(batch).request_time(s, d)
+        batch = _cap_batch_for_tpot(per_batch, batch, context, slo.tpot_ms)
+    steps = per_batch.at(batch)
+    t = steps.step_time(context) * d if steady else steps.request_time(s, d)
     rps = batch * grid.dp.astype(s.dtype)
     rps /= t  # batch 0 -> 0
-    return rps, t * (1e3 / max(d, 1.0)), batch
+    return rps, t * (1e3 / np.maximum(d, 1.0)), batch
 
 
 def _cap_batch_for_tpot(per_batch, batch, context, tpot_ms):
@@ -269,7 +359,7 @@ def _phase_table(phase, compute, gpu, size, model, grid, shape, slo, calib) -> P
         if len(sub) > 1:
             s_sel, weights = _selection_lengths(shape)
             rps_sel = compute(gpu, model, sub, shape, slo, calib, s_sel)[0]
-            i, weighted = _choose(rps_sel, weights)
+            i, weighted = _choose(rps_sel, weights, cover=shape.steady)
             deviation[fits] = weighted
             chosen = ConfigGrid.of([sub.configs[i]])
         else:

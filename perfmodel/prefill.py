@@ -112,7 +112,8 @@ def prefill_time(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: float,
     return t.astype(s.dtype) if s.dtype == np.float32 else t
 
 
-def batched_prompts(s, hit_rate: float, calib: Calibration):
-    """Prompts per forward pass when the engine fills its token budget (at least one)."""
+def batched_prompts(s, hit_rate: float, calib: Calibration, fraction: float = 1.0):
+    """Prompts per forward pass when the engine fills its token budget (times
+    ``fraction``; at least one prompt)."""
     n = np.maximum(np.asarray(s, float) * (1.0 - hit_rate), 1.0)
-    return np.maximum(calib.profile.prefill_token_budget / n, 1.0)  # budget 0: alone
+    return np.maximum(calib.profile.prefill_token_budget * fraction / n, 1.0)  # 0: alone

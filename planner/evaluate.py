@@ -6,14 +6,32 @@ throughput).  Steps 1-3 of the inner loop (§4.8: ranges, prefill and decode ben
 are cached exactly as §4.8.3 prescribes: ranges per (workload, width) in
 ``planner.workload``, island tables per (GPU type, size) here and in ``perfmodel``.
 
-The benchmark of island i on range j is its throughput at the range's representative
-midpoint, b_ij = R_i(mid_j) (§4.6.3).
+The benchmark of island i on range j, b_ij, is by default its throughput on the
+range's own length mix, the harmonic mean of its per-length rates weighted by the
+workload inside the range,
+
+    b_ij = P_j / sum_{s in j} p(s) / R_i(s)      (0 if some length of j has R_i(s) = 0),
+
+i.e. the rate at which the island completes the range's requests when they come in
+their real proportions (the time per request averaged over the range).  The range-level
+optimum is then the per-length capacity of the same assignment exactly (the
+evaluator's ``R_pooled``), whatever the range width.  ``range_rate="midpoint"`` is the
+thesis's b_ij = R_i(mid_j) (§4.6.3), kept to reproduce its tables.
+
+KV transfer: every request's prompt KV cache (n_j tokens of ``kv`` bytes) leaves its
+prefill island and enters its decode island over the data-centre network.  An island of
+G GPUs moves at most G B bytes/s, B the per-GPU bandwidth of the tier its partners sit
+at (the pod tier: placement pairs prefill and decode islands inside pods,
+``planner.placement``), so its rate on range j is capped at G B / (n_j kv) -- folded
+into b_ij, which keeps the inner problem linear and makes a plan network-bound exactly
+where its links, not its GPUs, are the bottleneck.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -27,13 +45,19 @@ from perfmodel import (
     WorkloadShape,
     benchmark_island,
 )
+from perfmodel.colocated import colocated_table
+from perfmodel.island import PhaseTable
+from perfmodel.memory import kv_bytes_per_token_per_gpu
+from planner.defaults import TTFT_PASS_SHARE
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
 from planner.inner.result import InnerResult
+from planner.network import DEFAULT_NETWORK, NetworkSpec
 from planner.outer.protocol import Layout, Score, canonical_layout
 from planner.workload import Ranges, Workload
 
 OBJECTIVES = ("sustained", "thesis")
+RANGE_RATES = ("mix", "midpoint")
 
 
 @dataclass(frozen=True)
@@ -46,12 +70,38 @@ class PlanningContext:
     gpus: dict[str, GPU]  # by type name, with the inventory's prices
     slo: SLO = SLO()
     calib: Calibration = DEFAULT_CALIBRATION
+    network: NetworkSpec | None = DEFAULT_NETWORK  # None: KV transfer not limited
+    kv_tier: int = 2  # locality tier prefill and decode islands pair at (pod)
+    thesis: bool = False  # seed 002's batch rule (KV reserved for the longest output)
+    #: Offer the inner solver colocated islands (perfmodel.colocated) beside prefill and
+    #: decode ones.
+    colocated: bool = False
 
     @property
+    def table_slo(self) -> SLO:
+        """The ceilings island tables are built with: the TPOT ceiling, and the share
+        ``TTFT_PASS_SHARE`` of the TTFT ceiling for one prefill pass (planner.defaults);
+        the thesis's mode has no queueing allowance."""
+        slo = self.slo
+        if self.thesis or slo.ttft_ms is None:
+            return slo
+        return SLO(slo.ttft_ms * TTFT_PASS_SHARE, slo.tpot_ms)
+
+    @cached_property
     def shape(self) -> WorkloadShape:
+        """The workload as the perf model reads it: the thesis's cohort batches, or (by
+        default) steady batches with each length's own output moments
+        (``Workload.decode_moments``: outputs follow inputs in real traces, and a batch
+        holds ``E[d^2 | s] / 2E[d | s]`` generated tokens per sequence)."""
         w = self.workload
+        if self.thesis:
+            return WorkloadShape(w.pmf, float(w.decode_mean), int(w.decode_max),
+                                 float(w.prefix_hit_rate))
+        m1, m2 = w.decode_moments
+        held = 0.5 * m2 / np.maximum(m1, 1.0)
         return WorkloadShape(w.pmf, float(w.decode_mean), int(w.decode_max),
-                             float(w.prefix_hit_rate))
+                             float(w.prefix_hit_rate), 0.5 * float(w.decode_residence),
+                             m1, held)
 
 
 @dataclass
@@ -67,6 +117,11 @@ class LayoutEvaluator:
     context: PlanningContext
     solver: InnerSolver
     objective: str = "sustained"
+    range_rate: str = "mix"
+    #: Multipliers on island capacities keyed ``"gpu:size:role"`` (role prefill or
+    #: decode): the closed loop's corrections from simulation (planner.sim.closed_loop);
+    #: absent = 1, the perf model's.
+    capacity_factors: Mapping[str, float] = field(default_factory=dict)
     evaluations: int = 0
     cache_hits: int = 0
     _scores: dict[Layout, Score] = field(default_factory=dict, repr=False)
@@ -76,42 +131,119 @@ class LayoutEvaluator:
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}")
+        if self.range_rate not in RANGE_RATES:
+            raise ValueError(f"range_rate must be one of {RANGE_RATES}")
         w, r = self.context.workload, self.context.ranges
         lengths = np.arange(len(w.pmf), dtype=float)
         idx = r.index_of(lengths.astype(int))
+        self._range_index = idx
         mass = np.bincount(idx, weights=w.pmf, minlength=len(r))
         tokens = np.bincount(idx, weights=w.pmf * lengths, minlength=len(r))
         self._mean_input = np.where(mass > 0, tokens / np.where(mass > 0, mass, 1), r.mid)
         self._mid = np.clip(np.asarray(r.mid, int), 1, len(w.pmf) - 1)
 
     # ------------------------------------------------------------------ islands
+    def colocated_table(self, gpu: str, size: int) -> PhaseTable | None:
+        """The island's colocated table, or None when the context offers no such role."""
+        c = self.context
+        if not c.colocated:
+            return None
+        return colocated_table(c.gpus[gpu], size, c.model, c.shape, c.table_slo, c.calib)
+
+    def both_range_table(self, gpu: str, size: int) -> np.ndarray | None:
+        """b^A_j of one island (no KV moves, so no network cap), or None."""
+        key = ("both", gpu, size)
+        if key in self._range_tables:
+            return self._range_tables[key][0]
+        t = self.colocated_table(gpu, size)
+        if t is None:
+            return None
+        rate = t.rps[self._mid] if self.range_rate == "midpoint" else self._mix_rate(t.rps)
+        rate = rate * self.capacity_factors.get(f"{gpu}:{size}:both", 1.0)
+        self._range_tables[key] = (rate, rate)
+        return rate
+
     def island(self, gpu: str, size: int) -> IslandTable:
         c = self.context
-        return benchmark_island(c.gpus[gpu], size, c.model, c.shape, c.slo, c.calib)
+        return benchmark_island(c.gpus[gpu], size, c.model, c.shape, c.table_slo, c.calib)
 
     def range_tables(self, gpu: str, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """(b^P_j, b^D_j) of one island: its throughput at each range midpoint."""
+        """(b^P_j, b^D_j) of one island (module docstring)."""
         key = (gpu, size)
         hit = self._range_tables.get(key)
         if hit is None:
             t = self.island(gpu, size)
-            hit = (t.prefill.rps[self._mid], t.decode.rps[self._mid])
+            if self.range_rate == "midpoint":
+                hit = (t.prefill.rps[self._mid], t.decode.rps[self._mid])
+            else:
+                hit = (self._mix_rate(t.prefill.rps), self._mix_rate(t.decode.rps))
+            cap = self.kv_rate_cap(size)
+            if cap is not None:
+                hit = (np.minimum(hit[0], cap), np.minimum(hit[1], cap))
+            f = self.capacity_factors
+            hit = (hit[0] * f.get(f"{gpu}:{size}:prefill", 1.0),
+                   hit[1] * f.get(f"{gpu}:{size}:decode", 1.0))
             self._range_tables[key] = hit
         return hit
 
+    def kv_bytes_per_length(self) -> np.ndarray:
+        """Prompt KV-cache bytes moved per request of each input length."""
+        kv = float(kv_bytes_per_token_per_gpu(self.context.model, 1))
+        s = np.arange(len(self.context.workload.pmf), dtype=float)
+        return s * (1.0 - self.context.workload.prefix_hit_rate) * kv
+
+    def kv_bytes_per_request(self) -> np.ndarray:
+        """Prompt KV-cache bytes moved per request of each range (the whole model's)."""
+        kv = float(kv_bytes_per_token_per_gpu(self.context.model, 1))
+        hit = self.context.workload.prefix_hit_rate
+        # cached prefix blocks live on the decode side too; only new tokens move
+        return np.maximum(self._mean_input, 1.0) * (1.0 - hit) * kv
+
+    def kv_rate_cap(self, size: int) -> np.ndarray | None:
+        """Requests/s of each range an island of ``size`` GPUs can ship or receive."""
+        net = self.context.network
+        if net is None:
+            return None
+        bw = net.tiers[self.context.kv_tier].effective_bytes_s * size
+        return bw / self.kv_bytes_per_request()
+
+    def _mix_rate(self, rps: np.ndarray) -> np.ndarray:
+        """Harmonic mean of ``rps`` over each range's lengths, weighted by the pmf;
+        0 where a length with demand cannot be served; the midpoint rate for a range
+        without demand (it imposes nothing)."""
+        pmf = self.context.workload.pmf
+        idx = self._range_index
+        inside = idx >= 0
+        n = len(self.context.ranges)
+        need = inside & (pmf > 0)
+        blocked = np.bincount(idx[need], weights=(rps[need] <= 0).astype(float), minlength=n)
+        inv = np.zeros_like(pmf)
+        ok = need & (rps > 0)
+        inv[ok] = pmf[ok] / rps[ok]
+        mass = np.bincount(idx[inside], weights=pmf[inside], minlength=n)
+        time = np.bincount(idx[inside], weights=inv[inside], minlength=n)
+        out = np.where(time > 0, mass / np.where(time > 0, time, 1.0), rps[self._mid])
+        out[blocked > 0] = 0.0
+        return out
+
     # ------------------------------------------------------------------ problems
     def problem(self, layout: Iterable[tuple[str, int]]) -> InnerProblem:
-        islands, pre, dec, notes = [], [], [], []
+        islands, pre, dec, both, notes = [], [], [], [], []
         for gpu, size in layout:
             t = self.island(gpu, size)
             p, d = self.range_tables(gpu, size)
+            a = self.both_range_table(gpu, size)
+            ct = self.colocated_table(gpu, size)
             islands.append(IslandSpec(
                 gpu, size,
                 t.prefill.config.label() if t.prefill.config else "",
                 t.decode.config.label() if t.decode.config else "",
-                1, int(np.max(t.decode.batch)) if t.decode.config else 0))
+                1, int(np.max(t.decode.batch)) if t.decode.config else 0,
+                ct.config.label() if ct is not None and ct.config else "",
+                int(np.max(ct.batch)) if ct is not None and ct.config else 0))
             pre.append(p)
             dec.append(d)
+            both.append(np.zeros_like(p) if a is None else a)
             if not t.decode.config and t.decode.reason not in notes:
                 notes.append(t.decode.reason)
         r = self.context.ranges
@@ -119,13 +251,20 @@ class LayoutEvaluator:
         return InnerProblem(
             tuple(islands), r.prob, r.start, r.end, r.mid,
             np.array(pre).reshape(len(islands), n_j), np.array(dec).reshape(len(islands), n_j),
-            self._mean_input, float(self.context.workload.decode_mean), "; ".join(notes))
+            self._mean_input, float(self.context.workload.decode_mean), "; ".join(notes),
+            np.array(both).reshape(len(islands), n_j) if self.context.colocated else None)
 
     def full_resolution(self, layout: Iterable[tuple[str, int]]) -> FullResolution:
+        layout = list(layout)
         tables = [self.island(gpu, size) for gpu, size in layout]
         pmf = self.context.workload.pmf
+        both = None
+        if self.context.colocated:
+            both = np.array([self.colocated_table(g, n).rps for g, n in layout]).reshape(
+                -1, len(pmf))
         return FullResolution(pmf, np.array([t.prefill.rps for t in tables]).reshape(-1, len(pmf)),
-                              np.array([t.decode.rps for t in tables]).reshape(-1, len(pmf)))
+                              np.array([t.decode.rps for t in tables]).reshape(-1, len(pmf)),
+                              both)
 
     def solve(self, layout: Layout) -> InnerResult:
         return self.solver.solve(self.problem(layout))
@@ -146,7 +285,10 @@ class LayoutEvaluator:
         else:
             result = self.solve(layout)
             value = result.R_sustained if self.objective == "sustained" else result.R_total
-            score = Score(float(value) if result.feasible else 0.0, self.cost(layout),
+            # a plan does not buy the islands its solution leaves idle (planner.plan)
+            paid = tuple((a.gpu, a.size) for a in result.islands if a.role != "idle") \
+                if result.feasible and result.islands else layout
+            score = Score(float(value) if result.feasible else 0.0, self.cost(paid),
                           bool(result.feasible), result)
         self._scores[layout] = score
         return score

@@ -15,12 +15,20 @@ than a node share nodes), nodes fill racks of ``nodes_per_rack``, racks fill pod
 (inside the island traffic is the perf model's business, not the network's).  A plan or
 a scenario can also give locations explicitly.
 
-Defaults are the consistent reconstruction of seed 003 §4.2 (its numbers were lost from
-the text; the notes derive B2/B3 = 2 from the worked example): NVLink-class 300 GB/s,
-50 / 25 / 12.5 Gb/s per GPU pair at tiers 1 / 2 / 3, microsecond latencies, 8 GPUs per
-node, 2 nodes per rack, 2 racks per pod.  These are *per-flow* figures of a loaded
-fat-tree, deliberately pessimistic next to a 400 Gb/s NIC's line rate; an inventory with
-a modern fabric should say so in its ``network`` section.
+Two built-in networks:
+
+* :data:`DEFAULT_NETWORK`, what a plan assumes when its inventory describes no network:
+  the scale-out fabric of current GPU servers (NVIDIA DGX/HGX H100, H200 and B200
+  reference designs: one 400 Gb/s RDMA NIC per GPU, rail-optimised), 8 GPUs per node,
+  4 nodes per rack, 8 racks per pod; 50 GB/s per GPU within a pod (non-blocking
+  leaf-spine), 25 GB/s across pods (2:1 core oversubscription);
+* :data:`SEED003_NETWORK`, the consistent reconstruction of seed 003 §4.2 (its numbers
+  were lost from the text; the notes derive B2/B3 = 2 from the worked example):
+  NVLink-class 300 GB/s, 50 / 25 / 12.5 Gb/s per GPU pair at tiers 1 / 2 / 3, 8 GPUs per
+  node, 2 nodes per rack, 2 racks per pod -- *per-flow* figures of a loaded fat-tree,
+  used by the NetKV reproduction.
+
+An inventory's ``network`` section overrides any of these fields.
 """
 
 from __future__ import annotations
@@ -52,6 +60,11 @@ class Tier:
 
 
 def _default_tiers() -> tuple[Tier, ...]:
+    return (Tier("node", 300e9, 2e-6), Tier("rack", 400e9 / 8, 5e-6),
+            Tier("pod", 400e9 / 8, 10e-6), Tier("cross-pod", 200e9 / 8, 20e-6))
+
+
+def _seed003_tiers() -> tuple[Tier, ...]:
     return (Tier("node", 300e9, 2e-6), Tier("rack", 50e9 / 8, 5e-6),
             Tier("pod", 25e9 / 8, 10e-6), Tier("cross-pod", 12.5e9 / 8, 20e-6))
 
@@ -71,8 +84,16 @@ class NetworkSpec:
 
     tiers: tuple[Tier, ...] = field(default_factory=_default_tiers)
     gpus_per_node: int = 8
-    nodes_per_rack: int = 2
-    racks_per_pod: int = 2
+    nodes_per_rack: int = 4
+    racks_per_pod: int = 8
+
+    @property
+    def gpus_per_rack(self) -> int:
+        return self.gpus_per_node * self.nodes_per_rack
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return self.gpus_per_rack * self.racks_per_pod
 
     def tier_between(self, a: Location, b: Location) -> int:
         """Locality tier of two locations (0 = same node … 3 = across pods)."""
@@ -106,6 +127,7 @@ class NetworkSpec:
 
 
 DEFAULT_NETWORK = NetworkSpec()
+SEED003_NETWORK = NetworkSpec(_seed003_tiers(), 8, 2, 2)
 
 _NET_FIELDS = {"tiers", "gpus_per_node", "nodes_per_rack", "racks_per_pod"}
 _TIER_FIELDS = {"name", "bandwidth_gbps", "latency_us", "background"}
@@ -167,5 +189,5 @@ def parse_network(data: Mapping[str, Any] | None, where: str = "network") -> Net
     return NetworkSpec(tuple(tiers), **shape)
 
 
-__all__ = ["DEFAULT_NETWORK", "TIER_NAMES", "Location", "NetworkSpec", "Tier",
-           "parse_network"]
+__all__ = ["DEFAULT_NETWORK", "SEED003_NETWORK", "TIER_NAMES", "Location", "NetworkSpec",
+           "Tier", "parse_network"]

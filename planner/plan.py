@@ -19,16 +19,25 @@ from typing import Any
 from perfmodel import SLO, get_model
 from perfmodel.calibration import Calibration
 from perfmodel.engines import DEFAULT_ENGINE, get_engine
+from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.errors import NoPlanError, PlannerError
 from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.feasibility import unmet_slo
 from planner.inner import PIPELINE_SOLVERS, make_inner_solver
 from planner.inner.evaluator import Evaluation, evaluate, pipeline_evaluation
 from planner.inner.pipeline_map import DataCentreNetwork
 from planner.inner.result import InnerResult
 from planner.inventory import Inventory
 from planner.network import parse_network
+from planner.operating import OperatingPoint, operating_point
 from planner.outer.exact import ExactResult, ExactSearch
-from planner.outer.protocol import Layout, SearchResult, SearchSpace, layout_counts
+from planner.outer.protocol import (
+    Layout,
+    SearchResult,
+    SearchSpace,
+    canonical_layout,
+    layout_counts,
+)
 from planner.workload import load_workload, make_ranges
 
 # Progress callback: (step name, done, total)
@@ -38,20 +47,37 @@ StepProgress = Callable[[str, int, int], None]
 @dataclass(frozen=True)
 class PlanRequest:
     inventory: Inventory
-    model: str = "deepseek-v3"
-    workload: str = "azure-conv-2023"
+    model: str = DEFAULT_MODEL
+    workload: str = DEFAULT_WORKLOAD
     budget: float | None = None
     target_rps: float | None = None
     search: str = "divider"
     inner: str = "maxrate"
     seed: int = 0
     ranges: int = 32
-    slo: SLO = SLO()
+    slo: SLO = DEFAULT_SLO
     search_options: dict[str, Any] = field(default_factory=dict)
     compare_homogeneous: bool = True
     compare_exact: bool = True
     exact_time_limit: float = 60.0
     engine: str = DEFAULT_ENGINE
+    #: Seed 002's own formulation, for reproducing its tables: range rates at the range
+    #: midpoints, no KV-transfer limit (planner.evaluate), no SLO.
+    thesis: bool = False
+    #: What the outer search maximises: the inner solution's capacity ("analytic") or
+    #: the goodput a short simulation of it delivers at the SLO ("simulated";
+    #: planner.sim.objective).
+    objective: str = "analytic"
+    #: Colocated islands (both phases on one island, perfmodel.colocated): "auto" offers
+    #: them for dense models -- where aggregated serving can win (docs/colocated.md) --
+    #: "on" / "off" force it.  Never in thesis mode.
+    colocated: str = "auto"
+
+    @property
+    def offers_colocated(self) -> bool:
+        if self.thesis or self.colocated == "off":
+            return False
+        return self.colocated == "on" or not get_model(self.model).is_moe
 
     def space(self, inventory: Inventory | None = None) -> SearchSpace:
         return SearchSpace.from_inventory(inventory or self.inventory, budget=self.budget,
@@ -62,6 +88,8 @@ class PlanRequest:
                 "workload": self.workload, "budget": self.budget,
                 "target_rps": self.target_rps, "search": self.search, "inner": self.inner,
                 "seed": self.seed, "ranges": self.ranges, "engine": self.engine,
+                "thesis": self.thesis, "objective": self.objective,
+                "colocated": self.colocated,
                 "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},
                 "search_options": self.search_options}
 
@@ -85,11 +113,12 @@ class Plan:
     layout: Layout
     result: InnerResult
     evaluation: Evaluation
-    search: SearchResult
+    search: SearchResult | None
     homogeneous: list[Baseline]
     exact: Baseline | None
     context: PlanningContext
     seconds: dict[str, float]
+    operating: OperatingPoint | None = None  # None for pipeline plans
 
     @property
     def value(self) -> float:
@@ -118,7 +147,7 @@ class Plan:
             prices={g: gpu.price_per_hour for g, gpu in self.context.gpus.items()},
             available={e.name: e.count for e in req.inventory.entries}, budget=req.budget,
             search=self.search, homogeneous=self.homogeneous, exact=self.exact,
-            timings=self.seconds)
+            timings=self.seconds, operating=self.operating)
 
     @property
     def bo_gap(self) -> float | None:
@@ -149,9 +178,14 @@ def _context(req: PlanRequest) -> PlanningContext:
         raise PlannerError(f"--ranges must be >= 1, got {req.ranges}")
     ranges = make_ranges(workload, count=req.ranges)
     get_engine(req.engine)  # a clear error for an unknown name
+    if req.colocated not in ("auto", "on", "off"):
+        raise PlannerError(f"--colocated must be auto, on or off, got {req.colocated!r}")
     return PlanningContext(model, workload, ranges,
                            {e.name: e.gpu for e in req.inventory.entries}, req.slo,
-                           Calibration(engine=req.engine))
+                           Calibration(engine=req.engine),
+                           None if req.thesis else
+                           parse_network(req.inventory.network, "inventory network"),
+                           thesis=req.thesis, colocated=req.offers_colocated)
 
 
 def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: float,
@@ -159,8 +193,13 @@ def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: 
     exact = ExactSearch(time_limit=limit)
     res: ExactResult = exact.solve(space, ev, None if progress is None else
                                    (lambda d, t, _b: progress(step, d, t)))
-    value = ev(res.layout).value if res.layout else 0.0
-    return Baseline(label, res.layout, value, res.cost_per_hour, res.status, res.bound, res.gap)
+    if not res.layout:
+        return Baseline(label, (), 0.0, 0.0, res.status, res.bound, res.gap)
+    score = ev(res.layout)
+    paid = tuple((a.gpu, a.size) for a in score.detail.islands if a.role != "idle") \
+        if score.detail is not None and score.feasible else res.layout
+    return Baseline(label, canonical_layout(paid), score.value, ev.cost(paid), res.status,
+                    res.bound, res.gap)
 
 
 def _smallest_serving(ev: LayoutEvaluator, name: str, lo: int, hi: int, phase: str
@@ -172,11 +211,17 @@ def _smallest_serving(ev: LayoutEvaluator, name: str, lo: int, hi: int, phase: s
 
 
 def check_budget(req: PlanRequest, source: str = "inventory") -> None:
-    """Reject up front a budget below the cheapest plan that can serve the model: one
-    prefill island and one decode island, each the cheapest that fits (exit status 2,
-    naming the inventory and the flag, and saying what would make a plan exist)."""
+    """Reject up front an SLO no island of the inventory can meet at some input length
+    (exit status 1, naming the best achievable TTFT and TPOT per GPU type;
+    planner.feasibility), and a budget below the cheapest plan that can serve the
+    model: one prefill island and one decode island, each the cheapest that fits (exit
+    status 2, naming the inventory and the flag, and saying what would make a plan
+    exist)."""
     ctx = _context(req)
     ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
+    unmet = unmet_slo(ev, req.inventory)
+    if unmet:
+        raise NoPlanError(f"{source}: {unmet}")
     cheapest: dict[str, tuple[float, str]] = {}
     for phase in ("prefill", "decode"):
         options = []
@@ -225,6 +270,60 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
             + "; ".join(hints))
 
 
+def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str
+                 ) -> tuple[Layout, InnerResult, Evaluation, OperatingPoint | None]:
+    """Solve ``layout`` and repair it: islands the solution leaves idle are not bought
+    (the layout is re-solved without them, which cannot lower its rate), and every
+    island's batch is its operating batch at the plan's capacity
+    (:func:`planner.operating.operating_point`, returned as well)."""
+    problem = ev.problem(layout)
+    result = solver.solve(problem)
+    op = None
+    if result.feasible and inner not in PIPELINE_SOLVERS:
+        kept = tuple(spec for spec, a in zip(layout, result.islands, strict=True)
+                     if a.role != "idle")
+        if kept and len(kept) < len(layout):
+            layout = canonical_layout(kept)
+            problem = ev.problem(layout)
+            result = solver.solve(problem)
+        op = operating_point(ev, result)
+        islands = tuple(replace(a, batch=int(p.batch)) if a.role in ("prefill", "decode")
+                        else a for a, p in zip(result.islands, op.islands, strict=True))
+        result = replace(result, islands=islands)
+    if inner in PIPELINE_SOLVERS:
+        evaluation = pipeline_evaluation(result, problem, ev.full_resolution(layout).pmf)
+    else:
+        evaluation = evaluate(result, problem, ev.full_resolution(layout))
+    return layout, result, evaluation, op
+
+
+def layout_plan_dict(req: PlanRequest, ctx: PlanningContext, ev: LayoutEvaluator, solver,
+                     layout: Layout):
+    """(plan dict, analytic score) of one layout solved as a plan is (None if it serves
+    nothing): what the simulated objective simulates."""
+    score = ev(layout)
+    if not score.feasible or score.value <= 0:
+        return None, score
+    lay, result, evaluation, op = solve_layout(ev, solver, canonical_layout(layout),
+                                               req.inner)
+    plan = Plan(req, lay, result, evaluation, None, [], None, ctx, {}, op)
+    return plan.to_dict(), score
+
+
+def resolve_plan(plan: Plan, factors: dict[str, float]) -> Plan:
+    """``plan``'s layout re-solved with the capacity of the islands of each kind
+    ``"gpu:size:role"`` scaled by ``factors[kind]`` (the closed loop's correction from
+    simulation); the comparisons are kept as they were."""
+    req = plan.request
+    solver = make_inner_solver(req.inner)
+    ev = LayoutEvaluator(plan.context, solver,
+                         objective="thesis" if req.inner == "thesis" else "sustained",
+                         range_rate="midpoint" if req.thesis else "mix",
+                         capacity_factors=dict(factors))
+    layout, result, evaluation, op = solve_layout(ev, solver, plan.layout, req.inner)
+    return replace(plan, layout=layout, result=result, evaluation=evaluation, operating=op)
+
+
 def make_plan(req: PlanRequest, progress: StepProgress | None = None,
               checkpoint: Path | None = None) -> Plan:
     """Search, solve and evaluate; raises :class:`NoPlanError` (exit 1) with an
@@ -242,13 +341,25 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     else:
         solver = make_inner_solver(req.inner)
     ev = LayoutEvaluator(ctx, solver,
-                         objective="thesis" if req.inner == "thesis" else "sustained")
+                         objective="thesis" if req.inner == "thesis" else "sustained",
+                         range_rate="midpoint" if req.thesis else "mix")
     space = req.space()
+    objective = ev
+    if req.objective == "simulated":
+        if req.search == "exact" or req.inner in PIPELINE_SOLVERS:
+            raise PlannerError("--objective simulated needs a BO or random search and the "
+                               "maxrate or thesis inner solver")
+        from planner.sim.objective import SimulatedObjective
+
+        objective = SimulatedObjective(
+            lambda lay: layout_plan_dict(req, ctx, ev, solver, lay), seed=req.seed)
+    elif req.objective != "analytic":
+        raise PlannerError(f"--objective must be analytic or simulated, got {req.objective!r}")
     seconds["setup"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     search = make_search(req.search, **req.search_options)
-    found = search.search(space, ev, seed=req.seed, checkpoint=checkpoint,
+    found = search.search(space, objective, seed=req.seed, checkpoint=checkpoint,
                           progress=None if progress is None else
                           (lambda d, t, _b: progress("search", d, t)))
     seconds["search"] = time.perf_counter() - t0
@@ -257,12 +368,7 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     layout = found.best_layout
 
     t0 = time.perf_counter()
-    problem = ev.problem(layout)
-    result = solver.solve(problem)
-    if req.inner in PIPELINE_SOLVERS:
-        evaluation = pipeline_evaluation(result, problem, ev.full_resolution(layout).pmf)
-    else:
-        evaluation = evaluate(result, problem, ev.full_resolution(layout))
+    layout, result, evaluation, op = solve_layout(ev, solver, layout, req.inner)
     seconds["evaluate"] = time.perf_counter() - t0
 
     # The baselines are exact MILPs over the perf-model tables; next to a pipeline plan
@@ -270,25 +376,33 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     tag, base_ev = "", ev
     if req.inner in PIPELINE_SOLVERS:
         tag = " (MILP)"
-        base_ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"), objective="sustained")
+        base_ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"), objective="sustained",
+                                  range_rate="midpoint" if req.thesis else "mix")
     homogeneous: list[Baseline] = []
     if req.compare_homogeneous and len(space.types) > 1:
         t0 = time.perf_counter()
         # The same money spent on one type: as many GPUs of it as the budget (or the
-        # inventory's total $/h) buys, whatever the inventory has available -- the
-        # thesis's homogeneous alternative (Table 5.1 (c): 128 H200 for 512 $/h).
+        # inventory's total $/h) buys, up to what the inventory has available.  The
+        # thesis's homogeneous alternative ignores availability (Table 5.1 (c): 128 H200
+        # for 512 $/h); in thesis mode that is what is computed, labelled "if unlimited".
         money = req.budget if req.budget is not None else space.full_cost
         for t in space.types:
-            count = int(math.floor(money / t.price_per_hour + 1e-9)) if t.price_per_hour \
+            afford = int(math.floor(money / t.price_per_hour + 1e-9)) if t.price_per_hour \
                 else t.available
+            count = afford if req.thesis else min(afford, t.available)
+            label = f"{count} x {t.name} only{tag}"
+            if count > t.available:
+                label += f" (if unlimited: {t.available} available)"
             single = replace(space, types=(replace(t, available=count),))
-            homogeneous.append(_exact_baseline(f"{count} x {t.name} only{tag}", single, base_ev,
+            homogeneous.append(_exact_baseline(label, single, base_ev,
                                                req.exact_time_limit, progress,
                                                f"homogeneous {t.name}"))
         seconds["homogeneous"] = time.perf_counter() - t0
     exact = None
     if req.compare_exact and req.search != "exact":
         t0 = time.perf_counter()
+        if ctx.colocated and not tag:
+            tag = " (layouts searched disaggregated)"
         exact = _exact_baseline(f"exact optimum{tag}", space, base_ev, req.exact_time_limit,
                                 progress, "exact")
         seconds["exact"] = time.perf_counter() - t0
@@ -297,4 +411,4 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
         exact = Baseline("exact optimum", layout, found.best_score.value,
                          found.best_score.cost_per_hour, st.get("status", ""),
                          st.get("bound", math.nan), st.get("gap", math.nan))
-    return Plan(req, layout, result, evaluation, found, homogeneous, exact, ctx, seconds)
+    return Plan(req, layout, result, evaluation, found, homogeneous, exact, ctx, seconds, op)

@@ -25,21 +25,52 @@ def _baseline_dict(b) -> dict[str, Any]:
             "bound": _num(b.bound), "gap": _num(b.gap)}
 
 
+def _latency(op) -> dict[str, Any]:
+    if op is None:
+        return {}
+    out = {"latency_ms": {"ttft_p50": _num(op.ttft_ms_p50), "ttft_p90": _num(op.ttft_ms_p90),
+                          "tpot_p50": _num(op.tpot_ms_p50), "tpot_p90": _num(op.tpot_ms_p90)},
+           "kv_bytes_per_s": _num(op.kv_bytes_per_s)}
+    if op.tiers is not None:
+        out["network"] = op.tiers.to_dict()
+    return out
+
+
+def _island(a, point, location, flows) -> dict[str, Any]:
+    out = {"gpu": a.gpu, "size": a.size, "role": a.role, "config": a.config,
+           "batch": a.batch, "shares": list(a.shares)}
+    if point is not None:
+        out.update(requests_per_s=_num(point.requests_per_s), ttft_ms=_num(point.ttft_ms),
+                   tpot_ms=_num(point.tpot_ms))
+        if point.token_budget:
+            out["token_budget"] = int(point.token_budget)
+    if flows is not None:
+        out["range_rps"] = [round(float(x), 9) for x in flows]
+    if location is not None:
+        out["location"] = {"pod": location.pod, "rack": location.rack, "node": location.node}
+    return out
+
+
 def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evaluation,
               ranges_mid: np.ndarray, prices: dict[str, float],
               available: dict[str, int], budget: float | None,
               search: SearchResult | None = None, homogeneous: list | None = None,
-              exact=None, timings: dict[str, float] | None = None) -> dict[str, Any]:
+              exact=None, timings: dict[str, float] | None = None,
+              operating=None) -> dict[str, Any]:
     """Assemble the schema; every figure is read off the solver result and the
     full-resolution evaluation, nothing recomputed here."""
     layout: Layout = tuple((a.gpu, a.size) for a in result.islands)
     used = layout_counts(tuple(i for i, a in zip(layout, result.islands, strict=True)
                                if a.role != "idle"))
-    cost = sum(prices[g] * n for g, n in layout_counts(layout).items())
-    # Headline: the sustained rate at the solver's range resolution, the basis on which
-    # the search, the exact optimum and the homogeneous baselines are all computed.  The
-    # evaluator's full-resolution figure (§5.2.2) is reported beside it.
+    cost = sum(prices[g] * n for g, n in used.items())  # idle islands are not bought
+    # Headline: the sustained rate of the solved assignment, the basis on which the
+    # search, the exact optimum and the homogeneous baselines are all computed.  Range
+    # rates are the harmonic means over each range's own lengths (planner.evaluate), so
+    # this is also the assignment's capacity at full length resolution (the evaluator's
+    # pooled figure) -- one number.  Seed 002's §5.2.2 re-evaluation of midpoint ranges
+    # is a different quantity and is kept only in thesis mode.
     rps = rps_model = float(result.R_sustained)
+    thesis = bool(request.get("thesis"))
     frac_out = (evaluation.decode_tokens_per_s / evaluation.R_decode
                 if evaluation.R_decode > 0 else 0.0)
     out_tps = rps * frac_out
@@ -71,7 +102,8 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
             "gpus_used": used, "gpus_available": dict(available),
             "cost_per_hour": cost, "budget": budget,
             "requests_per_s": rps,
-            "evaluated_requests_per_s": float(evaluation.R_sustained),
+            **({"thesis_evaluated_requests_per_s": float(evaluation.R_sustained)}
+               if thesis else {}),
             "prefill_rps": float(result.R_prefill), "decode_rps": float(result.R_decode),
             "input_tokens_per_s": in_tps, "output_tokens_per_s": out_tps,
             "tokens_per_s": in_tps + out_tps,
@@ -83,9 +115,14 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
             "best_homogeneous": best_h,
             "exact": exact_d,
             "bo_gap": bo_gap,
+            **_latency(operating),
         },
-        "islands": [{"gpu": a.gpu, "size": a.size, "role": a.role, "config": a.config,
-                     "batch": a.batch, "shares": list(a.shares)} for a in result.islands],
+        "islands": [_island(a, None if operating is None else operating.islands[i],
+                            None if operating is None or not operating.locations
+                            else operating.locations[i],
+                            None if operating is None or not operating.range_flows
+                            else operating.range_flows[i])
+                    for i, a in enumerate(result.islands)],
         "ranges": {"start": list(result.range_start), "end": list(result.range_end),
                    "mid": [float(m) for m in ranges_mid], "prob": list(result.range_prob)},
         "per_range": {"prefill_rps": list(result.prefill_rps),

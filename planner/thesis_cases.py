@@ -47,4 +47,4 @@ def context():
     w = load_workload(WORKLOAD)
     gpus = {g: get_gpu(g) for g in ("DGX-B300", "Rubin-NVL144", "H800", "H200", "H20")}
     return PlanningContext(get_model(MODEL), w, make_ranges(w, RANGE_WIDTH), gpus,
-                           calib=Calibration(engine=THESIS_ENGINE))
+                           calib=Calibration(engine=THESIS_ENGINE), network=None, thesis=True)

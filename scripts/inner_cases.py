@@ -73,8 +73,8 @@ def main() -> None:
     ctx = context()
     solver = make_inner_solver(args.inner)
     ev = LayoutEvaluator(ctx, solver, objective="thesis" if args.inner == "thesis" else
-                         "sustained")
-    exact = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
+                         "sustained", range_rate="midpoint")
+    exact = LayoutEvaluator(ctx, make_inner_solver("maxrate"), range_rate="midpoint")
     print(f"{'case':<36} {'R_prefill':>10} {'R_decode':>10} {'R_total':>10} "
           f"{'D_total':>9} {'eval R':>9} {'max-rate T':>10}")
     for case, layout in TABLE_5_2.items():

@@ -44,12 +44,14 @@ def _evaluator(inventory: str, workload: str, ranges: int, inner: str,
     from planner.evaluate import LayoutEvaluator
     from planner.inner import make_inner_solver
     from planner.inventory import load_inventory
+    from perfmodel import SLO
     from planner.plan import PlanRequest, _context
 
     req = PlanRequest(load_inventory(REPO / "inventories" / inventory), workload=workload,
-                      budget=512.0, ranges=ranges, engine=engine)
+                      budget=512.0, ranges=ranges, engine=engine, thesis=True, slo=SLO())
     return req, LayoutEvaluator(_context(req), make_inner_solver(inner),
-                                objective="thesis" if inner == "thesis" else "sustained")
+                                objective="thesis" if inner == "thesis" else "sustained",
+                                range_rate="midpoint")
 
 
 def run_trial(args: tuple) -> dict:

@@ -21,3 +21,25 @@ def run_cli(capsys):
         return rc, out.out, out.err
 
     return _run
+
+
+@pytest.fixture(autouse=True)
+def _every_plan_accounted(monkeypatch):
+    """Every plan the suite makes (``Plan.to_dict``, and the closed loop's rewrite of it)
+    must account for every GPU and dollar the same way everywhere (planner.accounting);
+    a plan that does not fails the test that made it."""
+    from planner import plan as plan_module
+    from planner.accounting import accounting_errors
+    from planner.sim import closed_loop
+
+    original = plan_module.Plan.to_dict
+    original_loop = closed_loop.with_loop
+
+    def checked(d):
+        errors = accounting_errors(d)
+        assert not errors, "plan accounting: " + "; ".join(errors)
+        return d
+
+    monkeypatch.setattr(plan_module.Plan, "to_dict", lambda self: checked(original(self)))
+    monkeypatch.setattr(closed_loop, "with_loop",
+                        lambda d, loop: checked(original_loop(d, loop)))

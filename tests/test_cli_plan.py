@@ -37,10 +37,15 @@ def test_plan_exact_writes_run_folder(run_cli, small_inventory, tmp_path):
     assert {"prefill", "decode"} <= roles
     for name in ("report.html", "report.md", "islands.csv", "convergence.png"):
         assert (out / name).is_file()
-    # homogeneous alternatives spend the same money on one type
+    # homogeneous alternatives spend the same money on one type, as far as the
+    # inventory has it (16 H200, 32 H20 available; $80/h would buy 20 and 80)
     labels = [b["label"] for b in plan["baselines"]["homogeneous"]]
-    assert labels == ["20 x H200 only", "80 x H20 only"]
-    assert s["exact"]["requests_per_s"] == pytest.approx(s["requests_per_s"], rel=1e-6)
+    assert labels == ["16 x H200 only", "32 x H20 only"]
+    # the exact search's optimum is this plan's analytic capacity; the headline is what
+    # holds in simulation at the SLO (planner.sim.closed_loop)
+    analytic = s["closed_loop"]["analytic_requests_per_s"]
+    assert s["exact"]["requests_per_s"] == pytest.approx(analytic, rel=1e-6)
+    assert 0 < s["requests_per_s"] <= analytic * 1.05
     assert "run folder" in stdout
 
 

@@ -9,17 +9,26 @@ from planner.errors import PlannerError
 from planner.evaluate import LayoutEvaluator
 from planner.inner import make_inner_solver
 from planner.inner.pipeline_map import DataCentreNetwork
-from planner.network import DEFAULT_NETWORK, Location, parse_network
+from planner.network import DEFAULT_NETWORK, SEED003_NETWORK, Location, parse_network
 from planner.thesis_cases import context
 
 
-def test_defaults_follow_seed003_reconstruction():
-    t = DEFAULT_NETWORK.tiers
+def test_seed003_network_follows_the_reconstruction():
+    t = SEED003_NETWORK.tiers
     assert [x.name for x in t] == ["node", "rack", "pod", "cross-pod"]
     # B2 / B3 = 2 (the worked example's factor of five), Gb/s per GPU-pair flow
     assert t[2].bandwidth_bytes_s / t[3].bandwidth_bytes_s == pytest.approx(2.0)
     assert t[1].bandwidth_bytes_s * 8 / 1e9 == pytest.approx(50.0)
     assert all(a.latency_s <= b.latency_s for a, b in zip(t, t[1:], strict=False))
+
+
+def test_default_network_is_a_modern_scale_out_fabric():
+    # one 400 Gb/s NIC per GPU: 50 GB/s per GPU inside a pod, 2:1 across pods
+    t = DEFAULT_NETWORK.tiers
+    assert t[1].bandwidth_bytes_s == pytest.approx(50e9)
+    assert t[2].bandwidth_bytes_s == pytest.approx(50e9)
+    assert t[2].bandwidth_bytes_s / t[3].bandwidth_bytes_s == pytest.approx(2.0)
+    assert DEFAULT_NETWORK.gpus_per_pod == 8 * 4 * 8
 
 
 def test_tier_between_locations():
@@ -33,13 +42,13 @@ def test_tier_between_locations():
 
 def test_place_packs_nodes_racks_pods():
     # 8 GPUs/node, 2 nodes/rack, 2 racks/pod
-    locs = DEFAULT_NETWORK.place([4, 4, 8, 8, 16, 2, 2])
+    locs = SEED003_NETWORK.place([4, 4, 8, 8, 16, 2, 2])
     assert locs[0] == locs[1] == Location(0, 0, 0)  # two 4-GPU islands share node 0
     assert locs[2].node == 1 and locs[3].node == 2 and locs[3].rack == 1
     assert locs[4].node == 3 and locs[4].pod == 0  # 16 GPUs: nodes 3-4
     assert locs[5] == locs[6] and locs[5].node == 5 and locs[5].pod == 1
     # an island that does not fit in the rest of a node starts a new one
-    locs = DEFAULT_NETWORK.place([4, 8])
+    locs = SEED003_NETWORK.place([4, 8])
     assert locs[1].node == 1
 
 
@@ -47,9 +56,10 @@ def test_parse_overrides_and_keeps_defaults():
     spec = parse_network({"gpus_per_node": 4, "tiers": [{}, {"bandwidth_gbps": 100},
                                                          {"background": 0.25},
                                                          {"latency_us": 50}]})
-    assert spec.gpus_per_node == 4 and spec.nodes_per_rack == 2
+    assert spec.gpus_per_node == 4 and spec.nodes_per_rack == DEFAULT_NETWORK.nodes_per_rack
     assert spec.tiers[1].bandwidth_bytes_s == pytest.approx(100e9 / 8)
-    assert spec.tiers[2].effective_bytes_s == pytest.approx(0.75 * 25e9 / 8)
+    assert spec.tiers[2].effective_bytes_s == pytest.approx(
+        0.75 * DEFAULT_NETWORK.tiers[2].bandwidth_bytes_s)
     assert spec.tiers[3].latency_s == pytest.approx(50e-6)
     assert spec.tiers[0] == DEFAULT_NETWORK.tiers[0]
     assert parse_network(None) is DEFAULT_NETWORK

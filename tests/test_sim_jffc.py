@@ -13,7 +13,7 @@ from planner.inner.pipeline_map import DataCentreNetwork
 from planner.inner.pipeline_solvers import ChainsSolver
 from planner.inner.problem import InnerProblem, IslandSpec
 from planner.inventory import load_inventory
-from planner.network import DEFAULT_NETWORK, parse_network
+from planner.network import SEED003_NETWORK, parse_network
 from planner.plan import PlanRequest, _context
 from planner.sim.cluster import make_cluster
 from planner.sim.engine import simulate
@@ -75,7 +75,7 @@ def test_jffc_refuses_disaggregated_cluster():
 
 def test_held_requests_leave_in_fifo_order_to_the_fastest_free_chain():
     # a fast chain of 2 slots and a slow one of 1: 12 requests at once, all alike
-    c = make_cluster([chain(0, 0.05, 1), chain(1, 0.01, 2)], DEFAULT_NETWORK, "x")
+    c = make_cluster([chain(0, 0.05, 1), chain(1, 0.01, 2)], SEED003_NETWORK, "x")
     reqs = [SimRequest(k, 0.001 * k, 100, 20) for k in range(12)]
     res = simulate(c, reqs, JFFCRouter())
     assert all(r.t_done == r.t_done for r in res.requests)

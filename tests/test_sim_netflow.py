@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.network import DEFAULT_NETWORK, Location, NetworkSpec, Tier
+from planner.network import SEED003_NETWORK, Location, NetworkSpec, Tier
 from planner.sim.netflow import Background, FlowNetwork, waterfill
 
 # islands 0,1 on node 0 (tier 0); 2 on node 1 (same rack: tier 1 from 0); 3 on rack 1
@@ -28,9 +28,9 @@ def drain(net: FlowNetwork) -> dict[int, float]:
 
 @pytest.mark.parametrize("dst,tier", [(1, 0), (2, 1), (3, 2), (4, 3)])
 def test_single_flow_gets_tier_bandwidth(dst, tier):
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     assert net.tier_of(0, dst) == tier
-    t = DEFAULT_NETWORK.tiers[tier]
+    t = SEED003_NETWORK.tiers[tier]
     net.start(1.0, 7, 0, dst, 2 * GB, 4)
     assert net.rate_of(7) == pytest.approx(t.bandwidth_bytes_s, rel=1e-3)
     done = drain(net)
@@ -42,9 +42,9 @@ def test_single_flow_gets_tier_bandwidth(dst, tier):
 
 
 def test_n_flows_share_a_bottleneck_equally():
-    b3 = DEFAULT_NETWORK.tiers[3].bandwidth_bytes_s
+    b3 = SEED003_NETWORK.tiers[3].bandwidth_bytes_s
     for n in (2, 3, 5):
-        net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+        net = FlowNetwork(SEED003_NETWORK, LOCS)
         for key in range(n):  # all from island 0 at tier 3: they share island 0's slices
             net.start(0.0, key, 0, 4 + key % 2, GB, 4)
         for key in range(n):
@@ -54,8 +54,8 @@ def test_n_flows_share_a_bottleneck_equally():
 
 
 def test_completion_reallocates_to_the_others():
-    b1 = DEFAULT_NETWORK.tiers[1].bandwidth_bytes_s
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    b1 = SEED003_NETWORK.tiers[1].bandwidth_bytes_s
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     net.start(0.0, 1, 0, 2, 1 * GB, 4)  # small
     net.start(0.0, 2, 0, 2, 3 * GB, 4)  # large
     assert net.rate_of(2) == pytest.approx(b1 / 2)
@@ -71,7 +71,7 @@ def test_completion_reallocates_to_the_others():
 
 
 def test_pop_before_finish_returns_nothing_and_keeps_state():
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     net.start(0.0, 1, 0, 3, GB, 4)
     f = net.next_finish()
     assert net.pop_finished(f * 0.5) == []
@@ -80,8 +80,8 @@ def test_pop_before_finish_returns_nothing_and_keeps_state():
 
 
 def test_late_start_sees_lazily_advanced_bytes():
-    b1 = DEFAULT_NETWORK.tiers[1].bandwidth_bytes_s
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    b1 = SEED003_NETWORK.tiers[1].bandwidth_bytes_s
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     net.start(0.0, 1, 0, 2, 2 * GB, 4)
     half = 1 * GB / b1  # half of transfer 1 is done by now
     net.start(half, 2, 0, 2, 2 * GB, 4)
@@ -94,8 +94,8 @@ def test_late_start_sees_lazily_advanced_bytes():
 def test_max_min_not_just_equal_split():
     """A narrow cross-pod transfer keeps its B3; a rack transfer on the same NIC gets the
     rest of B1 (max-min, not 1/N)."""
-    b1, b3 = (DEFAULT_NETWORK.tiers[k].bandwidth_bytes_s for k in (1, 3))
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    b1, b3 = (SEED003_NETWORK.tiers[k].bandwidth_bytes_s for k in (1, 3))
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     net.start(0.0, 1, 0, 4, GB, 4)  # tier 3
     net.start(0.0, 2, 0, 2, GB, 4)  # tier 1, same source NIC
     assert net.rate_of(1) == pytest.approx(b3)
@@ -103,8 +103,8 @@ def test_max_min_not_just_equal_split():
 
 
 def test_destination_contention():
-    b2 = DEFAULT_NETWORK.tiers[2].bandwidth_bytes_s
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    b2 = SEED003_NETWORK.tiers[2].bandwidth_bytes_s
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     net.start(0.0, 1, 0, 3, GB, 4)
     net.start(0.0, 2, 2, 3, GB, 4)  # different source, same destination island
     assert net.rate_of(1) == pytest.approx(b2 / 2)
@@ -112,10 +112,10 @@ def test_destination_contention():
 
 
 def test_groups_spread_transfers_and_weight_shards():
-    b3 = DEFAULT_NETWORK.tiers[3].bandwidth_bytes_s
+    b3 = SEED003_NETWORK.tiers[3].bandwidth_bytes_s
     # island 0: 8 GPUs in two TP-4 groups; island 4: one TP-2 group; island 5: one TP-8
     gpus, tp = [8, 8, 8, 8, 2, 8], [4, 8, 8, 8, 2, 8]
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS, gpus=gpus, group_gpus=tp)
+    net = FlowNetwork(SEED003_NETWORK, LOCS, gpus=gpus, group_gpus=tp)
     net.start(0.0, 1, 0, 5, GB, 4)
     net.start(0.0, 2, 0, 5, GB, 4)
     # the two transfers leave from different source groups, and island 5 spreads each
@@ -123,17 +123,17 @@ def test_groups_spread_transfers_and_weight_shards():
     assert net.rate_of(1) == pytest.approx(b3) and net.rate_of(2) == pytest.approx(b3)
     net.start(0.0, 3, 0, 5, GB, 4)  # a third one shares a source group with one of them
     assert sorted(net.rate_of(k) for k in (1, 2, 3)) == pytest.approx([b3 / 2, b3 / 2, b3])
-    net2 = FlowNetwork(DEFAULT_NETWORK, LOCS, gpus=gpus, group_gpus=tp)
+    net2 = FlowNetwork(SEED003_NETWORK, LOCS, gpus=gpus, group_gpus=tp)
     net2.start(0.0, 4, 0, 4, GB, 4)  # 4 shards onto 2 GPUs: 2 flows per GPU
     assert net2.rate_of(4) == pytest.approx(b3 / 2)
-    without = FlowNetwork(DEFAULT_NETWORK, LOCS)  # no sizes: each island one group
+    without = FlowNetwork(SEED003_NETWORK, LOCS)  # no sizes: each island one group
     without.start(0.0, 1, 0, 5, GB, 4)
     without.start(0.0, 2, 0, 5, GB, 4)
     assert without.rate_of(1) == pytest.approx(b3 / 2)
 
 
 def test_inflight_counts():
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     net.start(0.0, 1, 0, 4, GB, 4)
     net.start(0.0, 2, 0, 5, GB, 4)
     net.start(0.0, 3, 0, 3, GB, 4)
@@ -149,7 +149,7 @@ def test_inflight_counts():
 
 def test_background_scales_capacity():
     tiers = tuple(Tier(t.name, t.bandwidth_bytes_s, t.latency_s, 0.3)
-                  for t in DEFAULT_NETWORK.tiers)
+                  for t in SEED003_NETWORK.tiers)
     spec = NetworkSpec(tiers)
     net = FlowNetwork(spec, LOCS)
     assert net.external_utilisation(5.0).tolist() == pytest.approx([0.3] * 4)
@@ -161,8 +161,8 @@ def test_background_scales_capacity():
 
 
 def test_time_varying_background_is_seeded_and_bounded():
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS, background=Background(0.2, 30.0, seed=3))
-    same = FlowNetwork(DEFAULT_NETWORK, LOCS, background=Background(0.2, 30.0, seed=3))
+    net = FlowNetwork(SEED003_NETWORK, LOCS, background=Background(0.2, 30.0, seed=3))
+    same = FlowNetwork(SEED003_NETWORK, LOCS, background=Background(0.2, 30.0, seed=3))
     ts = np.linspace(0, 120, 241)
     c = np.array([net.external_utilisation(t) for t in ts])
     assert np.array_equal(c, np.array([same.external_utilisation(t) for t in ts]))
@@ -171,12 +171,12 @@ def test_time_varying_background_is_seeded_and_bounded():
     t = float(ts[int(np.argmax(c[:, 3]))])
     net.start(t, 1, 0, 4, GB, 4)
     assert net.rate_of(1) == pytest.approx(
-        DEFAULT_NETWORK.tiers[3].bandwidth_bytes_s * (1 - c[:, 3].max()))
+        SEED003_NETWORK.tiers[3].bandwidth_bytes_s * (1 - c[:, 3].max()))
 
 
 def test_contention_free_mode():
-    b3 = DEFAULT_NETWORK.tiers[3].bandwidth_bytes_s
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS, fair_sharing=False)
+    b3 = SEED003_NETWORK.tiers[3].bandwidth_bytes_s
+    net = FlowNetwork(SEED003_NETWORK, LOCS, fair_sharing=False)
     for key in range(5):
         net.start(0.0, key, 0, 4, GB, 4)
     assert net.inflight(0)[3] == 5
@@ -187,9 +187,9 @@ def test_contention_free_mode():
 
 
 def test_zero_bytes_costs_only_latency():
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
     net.start(2.0, 1, 0, 4, 0.0, 4)
-    assert drain(net)[1] == pytest.approx(2.0 + DEFAULT_NETWORK.tiers[3].latency_s)
+    assert drain(net)[1] == pytest.approx(2.0 + SEED003_NETWORK.tiers[3].latency_s)
 
 
 def test_waterfill_matches_python_filling_on_random_instances():
@@ -197,7 +197,7 @@ def test_waterfill_matches_python_filling_on_random_instances():
     result is max-min fair: every transfer has a saturated resource where it is maximal."""
     rng = np.random.default_rng(0)
     for trial in range(20):
-        net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+        net = FlowNetwork(SEED003_NETWORK, LOCS)
         n = int(rng.integers(3, 20))
         for key in range(n):
             s, d = rng.choice(6, size=2, replace=False)
@@ -257,7 +257,7 @@ def test_many_transfers_use_the_dense_filling_consistently():
         old = nf._NUMPY_MIN
         nf._NUMPY_MIN = threshold
         try:
-            net = FlowNetwork(DEFAULT_NETWORK, LOCS)
+            net = FlowNetwork(SEED003_NETWORK, LOCS)
             out: dict[int, float] = {}
             for key, ((s, d, b), t0) in enumerate(zip(plan, times, strict=True)):
                 while net.next_finish() <= t0:
@@ -282,7 +282,7 @@ def test_incremental_rates_always_equal_a_full_refill(threshold, monkeypatch):
 
     monkeypatch.setattr(nf, "_NUMPY_MIN", threshold)
     rng = np.random.default_rng(7)
-    net = FlowNetwork(DEFAULT_NETWORK, LOCS, gpus=[8, 4, 8, 8, 2, 8],
+    net = FlowNetwork(SEED003_NETWORK, LOCS, gpus=[8, 4, 8, 8, 2, 8],
                       group_gpus=[4, 4, 8, 4, 2, 8])
     now, key, checked = 0.0, 0, 0
     for _ in range(400):

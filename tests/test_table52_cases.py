@@ -21,8 +21,9 @@ from planner.thesis_cases import TABLE_5_2, context
 @pytest.fixture(scope="module")
 def evaluators():
     ctx = context()
-    return {"thesis": LayoutEvaluator(ctx, ThesisMILP(), objective="thesis"),
-            "maxrate": LayoutEvaluator(ctx, MaxRateMILP())}
+    return {"thesis": LayoutEvaluator(ctx, ThesisMILP(), objective="thesis",
+                                      range_rate="midpoint"),
+            "maxrate": LayoutEvaluator(ctx, MaxRateMILP(), range_rate="midpoint")}
 
 
 @pytest.mark.parametrize("case", sorted(TABLE_5_2))

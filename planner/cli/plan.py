@@ -20,6 +20,7 @@ from rich.console import Console
 from perfmodel import SLO
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from planner.cli.progress import step_bars
+from planner.defaults import DEFAULT_SLO
 from planner.errors import PlannerError
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
@@ -29,6 +30,18 @@ SEARCHES = ("divider", "direct", "random", "exact")
 def _default_out(inventory: Path, workload: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("reports") / f"{stamp}-{inventory.stem}-{Path(workload).stem}"
+
+
+def _close_loop(plan, seed: int, console: Console, quiet: bool):
+    """Simulate the plan, correct its capacities, bound it by the SLO
+    (planner.sim.closed_loop); returns the plan dict with the loop's headline."""
+    from planner.sim.closed_loop import close_plan
+
+    def say(msg: str) -> None:
+        if not quiet:
+            console.print(f"closed loop: {msg}", style="dim")
+
+    return close_plan(plan, seed=seed, progress=say)
 
 
 def plan(
@@ -48,8 +61,23 @@ def plan(
     ranges: int = typer.Option(32, help="Number of input-length ranges (§4.6.3)."),
     iterations: int = typer.Option(None, help="BO iterations (default: the search's)."),
     batch_size: int = typer.Option(None, help="BO candidates per iteration (q)."),
-    ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling, ms."),
-    tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling, ms."),
+    ttft_ms: float = typer.Option(DEFAULT_SLO.ttft_ms, "--ttft",
+                                  help="TTFT ceiling, ms (interactive-chat default; "
+                                  "docs/slo.md)."),
+    tpot_ms: float = typer.Option(DEFAULT_SLO.tpot_ms, "--tpot", help="TPOT ceiling, ms."),
+    no_slo: bool = typer.Option(False, "--no-slo", help="No latency ceilings: the "
+                                "thesis's throughput-only mode."),
+    sim_check: bool = typer.Option(True, "--sim-check/--no-sim-check",
+                                   help="End with a seeded simulation of the plan: the "
+                                   "headline is the rate that holds in it at the SLO "
+                                   "(docs/plan-vs-sim.md)."),
+    objective: str = typer.Option("analytic", help="What the search maximises: analytic "
+                                  "(the perf model's capacity) or simulated (goodput at "
+                                  "the SLO in a short simulation per layout; minutes; "
+                                  "docs/objective-simulated.md)."),
+    colocated: str = typer.Option("auto", help="Colocated islands (both phases on one "
+                                  "island, aggregated serving) beside prefill and decode "
+                                  "ones: auto (dense models), on, off."),
     exact: bool = typer.Option(True, help="Also solve the exact MILP (BO's optimality gap)."),
     homogeneous: bool = typer.Option(True, help="Also find the best single-type plans."),
     exact_time_limit: float = typer.Option(60.0, help="Seconds for each exact solve."),
@@ -66,6 +94,8 @@ def plan(
 
     if search not in SEARCHES:
         raise PlannerError(f"--search must be one of {', '.join(SEARCHES)}, got {search!r}")
+    if objective not in ("analytic", "simulated"):
+        raise PlannerError(f"--objective must be analytic or simulated, got {objective!r}")
     for value, flag in ((budget, "--budget"), (target_rps, "--target-rps"),
                         (ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
         if value is not None and not value > 0:
@@ -77,9 +107,11 @@ def plan(
                if v is not None and search in ("divider", "direct")}
     req = PlanRequest(inv, model=model, workload=workload, budget=budget,
                       target_rps=target_rps, search=search, inner=inner, seed=seed,
-                      ranges=ranges, slo=SLO(ttft_ms, tpot_ms), search_options=options,
+                      ranges=ranges, slo=SLO() if no_slo else SLO(ttft_ms, tpot_ms),
+                      search_options=options,
                       compare_homogeneous=homogeneous, compare_exact=exact,
-                      exact_time_limit=exact_time_limit, engine=get_engine(engine).name)
+                      exact_time_limit=exact_time_limit, engine=get_engine(engine).name,
+                      objective=objective, colocated=colocated)
     out = out or _default_out(inventory, workload)
     checkpoint = out.parent / f".{out.name}.checkpoint.json"
     if checkpoint.exists() and not resume:
@@ -99,7 +131,10 @@ def plan(
         print(f"interrupted: the search so far is saved in {checkpoint}; resume with\n"
               f"  planner {argv} --resume", file=sys.stderr)
         raise typer.Exit(130) from None
-    plan_dict = result.to_dict()
+    if sim_check and inner in ("maxrate", "thesis"):
+        plan_dict = _close_loop(result, seed, console, quiet)
+    else:
+        plan_dict = result.to_dict()
     written = write_run(plan_dict, out)
     if checkpoint.exists():
         checkpoint.unlink()

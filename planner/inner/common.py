@@ -36,6 +36,7 @@ class CoreOutcome:
     x_decode: np.ndarray | None = None
     roles: list[str] | None = None
     extra: dict[str, float] = field(default_factory=dict)
+    x_both: np.ndarray | None = None  # (I, J) colocated shares, if the model had them
 
 
 Core = Callable[[InnerProblem, np.ndarray], CoreOutcome]
@@ -49,7 +50,7 @@ def usable_islands(problem: InnerProblem) -> np.ndarray:
     active = problem.range_prob > 0
     return (problem.prefill_rps[:, active].max(axis=1, initial=0.0) > 0) | (
         problem.decode_rps[:, active].max(axis=1, initial=0.0) > 0
-    )
+    ) | (problem.colocated[:, active].max(axis=1, initial=0.0) > 0)
 
 
 def run_inner(problem: InnerProblem, *, name: str, core: Core,
@@ -90,6 +91,7 @@ def run_inner(problem: InnerProblem, *, name: str, core: Core,
         x_prefill=out.x_prefill,
         x_decode=out.x_decode,
         roles=roles,
+        x_both=out.x_both,
         objective=out.objective,
         mip_gap=out.mip_gap,
         solve_time_s=out.seconds,
@@ -121,9 +123,10 @@ def solve_formulation(
         out = solve_model(model, backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
         if out.x is None:
             return CoreOutcome(out.status, out.seconds, out.message)
-        xp, xd, roles = extract(model, out.x, ctx)
+        xp, xd, roles, *both = extract(model, out.x, ctx)
         return CoreOutcome(out.status, out.seconds, out.message, out.objective, out.mip_gap,
-                           xp, xd, roles, extra(model, out.x, ctx) if extra else {})
+                           xp, xd, roles, extra(model, out.x, ctx) if extra else {},
+                           both[0] if both else None)
 
     return run_inner(problem, name=name, core=core, time_limit=time_limit)
 

@@ -129,8 +129,11 @@ def evaluate(result: InnerResult, problem: InnerProblem, full: FullResolution) -
 
     xp = result.shares("prefill")  # (I, J)
     xd = result.shares("decode")
-    eval_p = w * np.einsum("is,is->s", full.prefill_rps, xp[:, r])
-    eval_d = w * np.einsum("is,is->s", full.decode_rps, xd[:, r])
+    xa = result.shares("both")  # colocated islands count in both phases
+    both = full.both_rps if full.both_rps is not None else np.zeros_like(full.prefill_rps)
+    eval_a = w * np.einsum("is,is->s", both, xa[:, r])
+    eval_p = w * np.einsum("is,is->s", full.prefill_rps, xp[:, r]) + eval_a
+    eval_d = w * np.einsum("is,is->s", full.decode_rps, xd[:, r]) + eval_a
     model_p = w * np.asarray(result.prefill_rps)[r]
     model_d = w * np.asarray(result.decode_rps)[r]
 
@@ -139,8 +142,10 @@ def evaluate(result: InnerResult, problem: InnerProblem, full: FullResolution) -
     T_p = float(np.min(eval_p[need] / pmf[need])) if np.any(need) else 0.0
     T_d = float(np.min(eval_d[need] / pmf[need])) if np.any(need) else 0.0
     sustained = min(T_p, T_d)
-    pooled = min(_pooled_rate(full.prefill_rps, xp, w, r, covered, mass),
-                 _pooled_rate(full.decode_rps, xd, w, r, covered, mass))
+    pooled = min(_pooled_rate(np.vstack([full.prefill_rps, both]), np.vstack([xp, xa]), w, r,
+                              covered, mass),
+                 _pooled_rate(np.vstack([full.decode_rps, both]), np.vstack([xd, xa]), w, r,
+                              covered, mass))
     dev = np.abs(eval_p - pmf * R_p) + np.abs(eval_d - pmf * R_d) + np.abs(eval_d - eval_p)
     per_request = float(pmf @ s) + problem.decode_mean
     R_total = min(R_p, R_d)

@@ -65,6 +65,7 @@ class _Groups:
     active: np.ndarray  # range indices with p_j > 0
     pcols: tuple[np.ndarray, np.ndarray]  # (group, range-position) of each X^P column
     dcols: tuple[np.ndarray, np.ndarray]
+    acols: tuple[np.ndarray, np.ndarray] = (np.zeros(0, int), np.zeros(0, int))
 
 
 def group_islands(problem: InnerProblem, usable: np.ndarray, aggregate: bool) -> list[np.ndarray]:
@@ -75,7 +76,7 @@ def group_islands(problem: InnerProblem, usable: np.ndarray, aggregate: bool) ->
     groups: dict[tuple, list[int]] = {}
     for i in idx:
         key = (problem.islands[i], problem.prefill_rps[i].tobytes(),
-               problem.decode_rps[i].tobytes())
+               problem.decode_rps[i].tobytes(), problem.colocated[i].tobytes())
         groups.setdefault(key, []).append(int(i))
     return [np.array(v) for v in groups.values()]
 
@@ -86,69 +87,109 @@ def pooled_tables(problem: InnerProblem, usable: np.ndarray, aggregate: bool):
 
     Returns (members, active range indices, group sizes k, scale, bP, bD, p).
     """
+    members, active, k, scale, bp, bd, _ba, p = pooled_tables3(problem, usable, aggregate)
+    return members, active, k, scale, bp, bd, p
+
+
+def pooled_tables3(problem: InnerProblem, usable: np.ndarray, aggregate: bool):
+    """:func:`pooled_tables` with the colocated table too (zeros without one)."""
     members = group_islands(problem, usable, aggregate)
     active = np.flatnonzero(problem.range_prob > 0)
     first = np.array([m[0] for m in members])
     k = np.array([len(m) for m in members], dtype=float)
-    scale = float(max(problem.prefill_rps.max(), problem.decode_rps.max()))
+    scale = float(max(problem.prefill_rps.max(), problem.decode_rps.max(),
+                      problem.colocated.max()))
     bp = problem.prefill_rps[np.ix_(first, active)] / scale
     bd = problem.decode_rps[np.ix_(first, active)] / scale
-    return members, active, k, scale, bp, bd, problem.range_prob[active]
+    ba = problem.colocated[np.ix_(first, active)] / scale
+    return members, active, k, scale, bp, bd, ba, problem.range_prob[active]
 
 
 def build_max_rate(
     problem: InnerProblem, usable: np.ndarray, *, aggregate: bool = True
 ) -> tuple[SparseMILP, _Groups, float]:
-    """The pooled max-rate MILP; returns (model, grouping, throughput scale)."""
-    members, active, k, scale, bp, bd, p = pooled_tables(problem, usable, aggregate)
+    r"""The pooled max-rate MILP; returns (model, grouping, throughput scale).
+
+    With colocated tables (``problem.both_rps``) each group also has ``m_g`` colocated
+    islands with shares :math:`X^A_{gj}` that count in both phases' cover rows:
+    :math:`\sum_g b^P X^P + b^A X^A \ge p_j T`, :math:`\sum_g b^D X^D + b^A X^A \ge
+    p_j T`, and :math:`\sum_j X^P = k_g - n_g - m_g`, :math:`\sum_j X^A = m_g`."""
+    members, active, k, scale, bp, bd, ba, p = pooled_tables3(problem, usable, aggregate)
     G, J = bp.shape
     can_p = bp.max(axis=1) > 0
     can_d = bd.max(axis=1) > 0
+    can_a = ba.max(axis=1) > 0
+    colocated = bool(can_a.any())
 
     b = MILPBuilder()
     t = b.add_cols("T", 1, cost=1.0)[0]
     pg, pj = np.nonzero(bp > 0)
     dg, dj = np.nonzero(bd > 0)
+    ag, aj = np.nonzero(ba > 0)
     xp = b.add_cols("XP", pg.size)
     xd = b.add_cols("XD", dg.size)
+    xa = b.add_cols("XA", ag.size) if colocated else np.zeros(0, dtype=int)
     # n_g = number of decoding islands in the group; fixed where one phase is impossible.
-    n_lo = np.where(can_p, 0.0, k)
+    n_lo = np.where(can_p | can_a, 0.0, k) if colocated else np.where(can_p, 0.0, k)
     n_hi = np.where(can_d, k, 0.0)
     n = b.add_cols("n", G, lower=n_lo, upper=n_hi, integer=True)
-    # Cover rows: sum_g b_gj X_gj - p_j T >= 0, one per active range and phase.
+    m = b.add_cols("m", G, upper=np.where(can_a, k, 0.0), integer=True) if colocated \
+        else np.zeros(0, dtype=int)
+    # Cover rows: sum_g b_gj X_gj (+ b^A_gj X^A_gj) - p_j T >= 0, per active range/phase.
     for cols, g, j, tab in ((xp, pg, pj, bp), (xd, dg, dj, bd)):
-        rows = np.concatenate([j, np.arange(J)])
-        allc = np.concatenate([cols, np.full(J, t)])
-        vals = np.concatenate([tab[g, j], -p])
+        rows = np.concatenate([j, aj, np.arange(J)])
+        allc = np.concatenate([cols, xa, np.full(J, t)])
+        vals = np.concatenate([tab[g, j], ba[ag, aj], -p])
         b.add_rows(J, rows, allc, vals, lower=0.0)
-    # Capacity rows: sum_j X^P_gj + n_g = k_g and sum_j X^D_gj - n_g = 0.
-    b.add_rows(G, np.concatenate([pg, np.arange(G)]), np.concatenate([xp, n]), 1.0,
-               lower=k, upper=k)
+    # Capacity rows: sum_j X^P_gj + n_g (+ m_g) = k_g, sum_j X^D_gj - n_g = 0,
+    # sum_j X^A_gj - m_g = 0.
+    if colocated:
+        b.add_rows(G, np.concatenate([pg, np.arange(G), np.arange(G)]),
+                   np.concatenate([xp, n, m]), 1.0, lower=k, upper=k)
+    else:
+        b.add_rows(G, np.concatenate([pg, np.arange(G)]), np.concatenate([xp, n]), 1.0,
+                   lower=k, upper=k)
     b.add_rows(G, np.concatenate([dg, np.arange(G)]), np.concatenate([xd, n]),
                np.concatenate([np.ones(dg.size), -np.ones(G)]), lower=0.0, upper=0.0)
-    return b.build(), _Groups(members, active, (pg, pj), (dg, dj)), scale
+    if colocated:
+        b.add_rows(G, np.concatenate([ag, np.arange(G)]), np.concatenate([xa, m]),
+                   np.concatenate([np.ones(ag.size), -np.ones(G)]), lower=0.0, upper=0.0)
+    return b.build(), _Groups(members, active, (pg, pj), (dg, dj), (ag, aj)), scale
 
 
-def _extract(model: SparseMILP, x: np.ndarray, ctx) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _extract(model: SparseMILP, x: np.ndarray, ctx):
     groups, n_islands, J = ctx
     Xp = np.zeros((len(groups.members), J))
     Xd = np.zeros_like(Xp)
+    Xa = np.zeros_like(Xp)
     Xp[groups.pcols[0], groups.active[groups.pcols[1]]] = model.block(x, "XP")
     Xd[groups.dcols[0], groups.active[groups.dcols[1]]] = model.block(x, "XD")
+    colocated = groups.acols[0].size > 0
+    if colocated:
+        Xa[groups.acols[0], groups.active[groups.acols[1]]] = model.block(x, "XA")
+        n_both = np.rint(model.block(x, "m")).astype(int)
+    else:
+        n_both = np.zeros(len(groups.members), dtype=int)
     n_dec = np.rint(model.block(x, "n")).astype(int)
     xp = np.zeros((n_islands, J))
     xd = np.zeros((n_islands, J))
+    xa = np.zeros((n_islands, J))
     roles = ["idle"] * n_islands
     for g, members in enumerate(groups.members):
-        nd = int(n_dec[g])
-        npf = len(members) - nd
+        nd, na = int(n_dec[g]), int(n_both[g])
+        npf = len(members) - nd - na
         for r, i in enumerate(members):
             if r < nd:
                 roles[i] = "decode"
                 xd[i] = Xd[g] / nd
+            elif r < nd + na:
+                roles[i] = "both"
+                xa[i] = Xa[g] / na
             else:
                 roles[i] = "prefill"
                 xp[i] = Xp[g] / npf
+    if colocated:
+        return xp, xd, roles, xa
     return xp, xd, roles
 
 
@@ -181,7 +222,9 @@ class MaxRateMILP:
         return build_max_rate(problem, usable_islands(problem), aggregate=self.aggregate)[0]
 
     def solve(self, problem: InnerProblem) -> InnerResult:
-        if self.solver == "bc":
+        # The decomposition works phase by phase; colocated islands couple the phases,
+        # so problems that offer them go to the monolithic MILP (HiGHS).
+        if self.solver == "bc" and problem.both_rps is None:
             from planner.inner.max_rate_bc import solve_max_rate_bc
 
             gap = DEFAULT_GAP if self.mip_rel_gap is None else self.mip_rel_gap
@@ -202,7 +245,8 @@ class MaxRateMILP:
                     "groups": float(len(ctx[0].members))}
 
         res = solve_formulation(
-            problem, name=self.name, build=build, extract=_extract, backend=self.solver,
+            problem, name=self.name, build=build, extract=_extract,
+            backend="highs" if self.solver == "bc" else self.solver,
             time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap, extra=extra,
         )
         if res.objective is not None and scale_box:  # report T in requests/s

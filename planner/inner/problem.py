@@ -8,6 +8,10 @@ with, per island ``i`` and input-length range ``j``,
   range ``j`` (at the range's representative length) if it does nothing else, and
 * ``decode_rps[i, j]`` = :math:`b^{D}_{ij}`, the same for decode (0 where the model does
   not fit on the island for decode at that length),
+* optionally ``both_rps[i, j]`` = :math:`b^{A}_{ij}`, the requests/s island ``i`` serves
+  *colocated* -- both phases on the island, in-flight batching with chunked prefill
+  (perfmodel.colocated); a colocated island's time on range ``j`` counts towards both
+  phases' coverage of it,
 
 together with the range probabilities :math:`p_j` of §4.6.3.  :class:`FullResolution`
 holds the same tables at every input length, for the evaluator of §5.2.2.
@@ -42,6 +46,8 @@ class IslandSpec:
     decode_config: str = ""
     prefill_batch: int = 1
     decode_batch: int = 0
+    both_config: str = ""
+    both_batch: int = 0
 
 
 def _as_float_array(name: str, value: object, shape: tuple[int, ...]) -> np.ndarray:
@@ -77,6 +83,7 @@ class InnerProblem:
     mean_input_tokens: np.ndarray | None = None
     decode_mean: float = 0.0
     note: str = ""
+    both_rps: np.ndarray | None = None  # (I, J) colocated throughputs; None: no such role
 
     def __post_init__(self) -> None:
         islands = tuple(self.islands)
@@ -93,6 +100,11 @@ class InnerProblem:
             if np.any(arr < 0):
                 raise ValueError(f"InnerProblem.{name}: negative throughput")
             object.__setattr__(self, name, arr)
+        if self.both_rps is not None:
+            arr = _as_float_array("both_rps", self.both_rps, (n_i, n_j))
+            if np.any(arr < 0):
+                raise ValueError("InnerProblem.both_rps: negative throughput")
+            object.__setattr__(self, "both_rps", arr if np.any(arr > 0) else None)
         if self.mean_input_tokens is not None:
             arr = _as_float_array("mean_input_tokens", self.mean_input_tokens, (n_j,))
             object.__setattr__(self, "mean_input_tokens", arr)
@@ -117,6 +129,13 @@ class InnerProblem:
         return len(self.islands)
 
     @property
+    def colocated(self) -> np.ndarray:
+        """``both_rps``, or zeros when no island can serve colocated."""
+        if self.both_rps is None:
+            return np.zeros_like(self.prefill_rps)
+        return self.both_rps
+
+    @property
     def n_ranges(self) -> int:
         return int(self.range_prob.shape[0])
 
@@ -139,6 +158,8 @@ class InnerProblem:
         """
         if self.n_islands == 0:
             return "empty layout: no islands to assign"
+        if self.both_rps is not None:
+            return self._infeasibility_with_colocated()
         can_p = self.prefill_rps.max(axis=1) > 0
         can_d = self.decode_rps.max(axis=1) > 0
         if not np.any(can_p | can_d):
@@ -163,6 +184,21 @@ class InnerProblem:
                 )
         return None
 
+    def _infeasibility_with_colocated(self) -> str | None:
+        """With colocated islands a range is served by a colocated island, or by a
+        prefill island and a different decode island."""
+        active = self.range_prob > 0
+        a = self.colocated.max(axis=0) > 0
+        p = self.prefill_rps.max(axis=0) > 0
+        d = self.decode_rps.max(axis=0) > 0
+        unserved = active & ~a & ~(p & d)
+        if np.any(unserved):
+            j = int(np.flatnonzero(unserved)[0])
+            return (f"no island can serve range {j} [{self.range_start[j]:.0f}, "
+                    f"{self.range_end[j]:.0f}) tokens (p={self.range_prob[j]:.3g}) in "
+                    f"either way; {int(unserved.sum())} range(s) unserved")
+        return None
+
 
 @dataclass(frozen=True)
 class FullResolution:
@@ -175,6 +211,7 @@ class FullResolution:
     pmf: np.ndarray
     prefill_rps: np.ndarray
     decode_rps: np.ndarray
+    both_rps: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         pmf = np.asarray(self.pmf, dtype=float)
@@ -192,6 +229,11 @@ class FullResolution:
             object.__setattr__(self, name, arr)
         if self.prefill_rps.shape != self.decode_rps.shape:
             raise ValueError("FullResolution: prefill and decode tables differ in shape")
+        if self.both_rps is not None:
+            arr = np.asarray(self.both_rps, dtype=float)
+            if arr.shape != self.prefill_rps.shape:
+                raise ValueError("FullResolution.both_rps: shape differs from prefill_rps")
+            object.__setattr__(self, "both_rps", arr)
 
 
 def layout_violation(

@@ -25,7 +25,7 @@ import numpy as np
 from planner.inner.problem import InnerProblem
 
 STATUSES = ("optimal", "time_limit", "infeasible")
-ROLES = ("prefill", "decode", "idle")
+ROLES = ("prefill", "decode", "both", "idle")
 
 
 @dataclass(frozen=True)
@@ -164,12 +164,17 @@ def infeasible_result(
 
 
 def range_metrics(
-    problem: InnerProblem, x_prefill: np.ndarray, x_decode: np.ndarray
+    problem: InnerProblem, x_prefill: np.ndarray, x_decode: np.ndarray,
+    x_both: np.ndarray | None = None,
 ) -> dict[str, float | np.ndarray]:
-    """Per-range rates and the totals of the module docstring for an assignment."""
+    """Per-range rates and the totals of the module docstring for an assignment;
+    colocated islands (``x_both``) count towards both phases."""
     p = problem.range_prob
     rp = np.einsum("ij,ij->j", problem.prefill_rps, x_prefill)
     rd = np.einsum("ij,ij->j", problem.decode_rps, x_decode)
+    if x_both is not None and problem.both_rps is not None:
+        ra = np.einsum("ij,ij->j", problem.both_rps, x_both)
+        rp, rd = rp + ra, rd + ra
     R_p, R_d = float(rp.sum()), float(rd.sum())
     active = p > 0
     sustained = float(np.min(np.minimum(rp, rd)[active] / p[active]))
@@ -200,6 +205,7 @@ def assemble_result(
     x_prefill: np.ndarray,
     x_decode: np.ndarray,
     roles: list[str],
+    x_both: np.ndarray | None = None,
     objective: float | None,
     mip_gap: float,
     solve_time_s: float,
@@ -216,7 +222,9 @@ def assemble_result(
         raise ValueError(f"roles must be one of {ROLES} per island")
     xp = np.where(np.abs(x_prefill) < 1e-9, 0.0, np.clip(x_prefill, 0.0, 1.0))
     xd = np.where(np.abs(x_decode) < 1e-9, 0.0, np.clip(x_decode, 0.0, 1.0))
-    m = range_metrics(problem, xp, xd)
+    xa = None if x_both is None else np.where(np.abs(x_both) < 1e-9, 0.0,
+                                              np.clip(x_both, 0.0, 1.0))
+    m = range_metrics(problem, xp, xd, xa)
     islands = []
     for i, spec in enumerate(problem.islands):
         role = roles[i]
@@ -226,6 +234,9 @@ def assemble_result(
         elif role == "decode":
             isl = IslandAssignment(spec.gpu, spec.size, role, spec.decode_config,
                                    spec.decode_batch, tuple(map(float, xd[i])))
+        elif role == "both" and xa is not None:
+            isl = IslandAssignment(spec.gpu, spec.size, role, spec.both_config,
+                                   spec.both_batch, tuple(map(float, xa[i])))
         else:
             isl = IslandAssignment(spec.gpu, spec.size, "idle", "", 0,
                                    (0.0,) * problem.n_ranges)

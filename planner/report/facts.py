@@ -52,6 +52,14 @@ def length(x: Any) -> str:
     return DASH if not math.isfinite(v) else f"{round(v):,}"
 
 
+def short_length(x: Any) -> str:
+    """A token length in at most five characters: 880, 1,320, 14k."""
+    v = num(x)
+    if not math.isfinite(v):
+        return DASH
+    return f"{round(v):,}" if v < 10_000 else f"{v / 1000:.0f}k"
+
+
 def pct(x: Any, digits: int = 1) -> str:
     v = num(x)
     return DASH if not math.isfinite(v) else f"{100 * v:.{digits}f}%"
@@ -163,6 +171,9 @@ def headline(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
                 f"{fmt(s['requests_per_s'])} requests/s sustained on the workload mix "
                 f"({tokens} tokens/s: {fmt(s.get('input_tokens_per_s'))} in, "
                 f"{fmt(s.get('output_tokens_per_s'))} out)"))
+    checked = capacity_check(plan)
+    if checked:
+        out.append(("Checked", checked))
     target = num(req.get("target_rps"))
     if math.isfinite(target):
         met = num(s["requests_per_s"]) >= target * (1 - 1e-9)
@@ -191,7 +202,47 @@ def headline(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
                     f"exact optimum {fmt(exact.get('requests_per_s'))} requests/s ({status})"))
     else:
         out.append(("Search quality", "exact optimum not computed"))
+    out.append(("Performance model", engine_sentence(req)))
     return out
+
+
+_BOUND = {"analytic": "the perf model capacity, confirmed",
+          "simulated": "corrected from simulation",
+          "slo": "lowered until the SLO holds"}
+
+
+def capacity_check(plan: Mapping[str, Any]) -> str:
+    """How the capacity was established, in one sentence: the closed loop's verdict,
+    or that it is the perf model's figure unchecked."""
+    s = plan["summary"]
+    loop = s.get("closed_loop")
+    slo = plan["request"].get("slo") or {}
+    ceilings = " and ".join(f"{k} ≤ {fmt(slo.get(f))} ms" for k, f in
+                            (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms")) if slo.get(f))
+    if not loop:
+        return ("the capacity of the perf model, not simulated (--no-sim-check)"
+                + (f"; SLO {ceilings}" if ceilings else ""))
+    analytic = num(loop.get("analytic_requests_per_s"))
+    ratio = num(s["requests_per_s"]) / analytic if analytic > 0 else math.nan
+    slo_part = (f"{pct(loop.get('slo_attainment_at_90pct'))} of requests meet {ceilings} "
+                "at 90 % of it" if ceilings else "no latency ceiling")
+    how = _BOUND.get(str(loop.get("bound")), str(loop.get("bound")))
+    return (f"{how} -- simulated, {pct(loop.get('sustained_fraction'))} of arrivals "
+            f"complete at this rate and {slo_part}; perf model alone "
+            f"{fmt(analytic)} requests/s (×{fmt(ratio)})")
+
+
+def engine_sentence(req: Mapping[str, Any]) -> str:
+    """Which engine's measured kernels and behaviour the plan was priced with."""
+    from perfmodel.engines import DEFAULT_ENGINE, ENGINES
+
+    name = req.get("engine") or DEFAULT_ENGINE
+    prof = ENGINES.get(name)
+    label = prof.label if prof else name
+    if name == "roofline":
+        return f"{label}: datasheet rooflines at constant efficiencies (seed 002's model)"
+    return (f"{label} -- measured kernels (NVIDIA aiconfigurator-core database) and the "
+            "engine's batching, overlap and memory behaviour (docs/perfmodel.md)")
 
 
 def role_counts(plan: Mapping[str, Any]) -> dict[str, int]:

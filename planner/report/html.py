@@ -113,6 +113,12 @@ def _simulation_html(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]],
     return out
 
 
+def _optional(heading: str, note: str, table) -> list[str]:
+    if not table:
+        return []
+    return [f"<h3>{escape(heading)}</h3>", f"<p>{escape(note)}</p>", html_table(table)]
+
+
 def render_html(plan: Mapping[str, Any], pngs: Mapping[str, bytes],
                 sims: Sequence[Mapping[str, Any]] = (),
                 sim_pngs: Mapping[str, bytes] | None = None) -> str:
@@ -137,6 +143,8 @@ def render_html(plan: Mapping[str, Any], pngs: Mapping[str, bytes],
            f'<ul class="answer">{answer}</ul></div>',
            "<h3>GPUs to buy or rent</h3>", html_table(sections.gpus_table(plan)),
            "<h3>Throughput and cost</h3>", html_table(sections.throughput_table(plan)),
+           *_optional("Latency", sections.LATENCY_NOTE, sections.latency_table(plan)),
+           *_optional("Network", sections.NETWORK_NOTE, sections.network_table(plan)),
            '<h2 id="islands">Islands</h2>',
            "<p>Each island is a group of GPUs of one type serving one phase (prefill or "
            "decode) with one parallel configuration (tensor-, data- and expert-parallel "

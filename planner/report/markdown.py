@@ -51,6 +51,11 @@ def render_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]] =
     parts += [f"- **{label}:** {_escape(text)}" for label, text in headline(plan)]
     parts += ["", "### GPUs to buy or rent", "", md_table(sections.gpus_table(plan)), ""]
     parts += ["### Throughput and cost", "", md_table(sections.throughput_table(plan)), ""]
+    lat, net = sections.latency_table(plan), sections.network_table(plan)
+    if lat:
+        parts += ["### Latency", "", sections.LATENCY_NOTE, "", md_table(lat), ""]
+    if net:
+        parts += ["### Network", "", sections.NETWORK_NOTE, "", md_table(net), ""]
     parts += ["## Islands", "",
               "Each island is a group of GPUs of one type serving one phase (prefill or "
               "decode) with one parallel configuration.", "",

@@ -21,9 +21,18 @@ from planner.report.facts import (
     pct,
     prices,
     ranges_served,
+    served_span,
+    short_length,
 )
 
 Table = tuple[list[str], list[list[str]]]
+
+LATENCY_NOTE = ("Planned: the perf model's pass and step times over the requests each "
+                "island serves at the plan's capacity (TTFT without queueing). Simulated: "
+                "the closed-loop check at 90 % of the capacity, queueing included.")
+NETWORK_NOTE = ("Prompt KV caches moved from prefill to decode islands at the plan's "
+                "capacity, by the tier they cross once the islands are placed (islands "
+                "serving the same lengths sit together).")
 
 
 def gpus_table(plan: Mapping[str, Any]) -> Table:
@@ -37,40 +46,112 @@ def gpus_table(plan: Mapping[str, Any]) -> Table:
 
 
 def islands_table(plan: Mapping[str, Any]) -> Table:
+    """Every island: what it is, what it serves at the plan's capacity and how fast
+    (prefill islands: the pass that gives the first token; decode: time per token)."""
     p = prices(plan)
     rows = []
     for k, isl in enumerate(plan["islands"]):
         idle = isl["role"] == "idle"
+        latency = DASH
+        if isl.get("ttft_ms") is not None:
+            latency = f"TTFT {fmt(isl['ttft_ms'])} ms"
+        elif isl.get("tpot_ms") is not None:
+            latency = f"TPOT {fmt(isl['tpot_ms'])} ms"
         rows.append([str(k), str(isl["gpu"]), str(isl["size"]), str(isl["role"]),
                      DASH if idle else str(isl["config"] or DASH),
                      DASH if idle else str(isl["batch"]),
+                     fmt(isl.get("requests_per_s")), latency,
                      money(p.get(str(isl["gpu"]), math.nan) * num(isl["size"])),
                      ranges_served(isl, plan)])
-    return (["#", "GPU", "GPUs", "role", "parallelism (tp-dp-ep)", "batch", "cost",
-             "input lengths served"], rows)
+    return (["#", "GPU", "GPUs", "role", "parallelism (tp-dp-ep)", "batch", "requests/s",
+             "latency", "cost", "input lengths served"], rows)
+
+
+def islands_compact(plan: Mapping[str, Any]) -> Table:
+    """:func:`islands_table` narrowed for an 80-column terminal (no per-island cost --
+    the GPU table has it; ``ms``: a prefill island's TTFT, a decode island's TPOT)."""
+    rows = []
+    for k, isl in enumerate(plan["islands"]):
+        lat = isl.get("ttft_ms") if isl.get("ttft_ms") is not None else isl.get("tpot_ms")
+        span = served_span(isl, plan)
+        lengths = DASH
+        if span is not None:
+            lo, hi, n, contiguous = span
+            lengths = f"{short_length(lo)}–{short_length(hi)}" + \
+                ("" if contiguous else f" ({n} ranges)")
+        rows.append([str(k), f"{isl['gpu']}×{isl['size']}", str(isl["role"]),
+                     str(isl["config"] or DASH), str(isl["batch"]),
+                     fmt(isl.get("requests_per_s")), fmt(lat), lengths])
+    return ["#", "island", "role", "tp-dp-ep", "batch", "req/s", "ms", "input lengths"], rows
 
 
 def throughput_table(plan: Mapping[str, Any]) -> Table:
     s = plan["summary"]
-    rows = [["requests/s (sustained, workload mix)", fmt(s["requests_per_s"])],
-            ["  re-evaluated per input length (§5.2.2)",
-             fmt(s.get("evaluated_requests_per_s"))],
-            ["prefill capacity, requests/s", fmt(s.get("prefill_rps"))],
-            ["decode capacity, requests/s", fmt(s.get("decode_rps"))],
-            ["input tokens/s", fmt(s.get("input_tokens_per_s"))],
-            ["output tokens/s", fmt(s.get("output_tokens_per_s"))],
-            ["tokens/s", fmt(s.get("tokens_per_s"))],
-            ["$ per million tokens", money(s.get("usd_per_million_tokens"), "")],
-            ["$ per million output tokens", money(s.get("usd_per_million_output_tokens"), "")],
-            ["deviation D_total (thesis §4.8.1)", fmt(s.get("d_total"))],
-            ["inner solver status", str(s.get("status") or DASH)]]
+    loop = s.get("closed_loop") or {}
+    rows = [["requests/s (the plan's capacity)", fmt(s["requests_per_s"])]]
+    if loop:
+        analytic = num(loop.get("analytic_requests_per_s"))
+        rows += [["  perf model's capacity (analytic)", fmt(analytic)],
+                 ["  capacity ÷ analytic", fmt(num(s["requests_per_s"]) / analytic)
+                  if analytic > 0 else DASH],
+                 ["  simulated at the capacity: completed ÷ arrived",
+                  pct(loop.get("sustained_fraction"))],
+                 ["  SLO attainment simulated at 90 % of it",
+                  pct(loop.get("slo_attainment_at_90pct"))]]
+    if s.get("thesis_evaluated_requests_per_s") is not None:
+        rows.append(["  seed 002 §5.2.2 per-length re-evaluation",
+                     fmt(s["thesis_evaluated_requests_per_s"])])
+    rows += [["prefill capacity, requests/s", fmt(s.get("prefill_rps"))],
+             ["decode capacity, requests/s", fmt(s.get("decode_rps"))],
+             ["input tokens/s", fmt(s.get("input_tokens_per_s"))],
+             ["output tokens/s", fmt(s.get("output_tokens_per_s"))],
+             ["tokens/s", fmt(s.get("tokens_per_s"))],
+             ["$ per million tokens", money(s.get("usd_per_million_tokens"), "")],
+             ["$ per million output tokens",
+              money(s.get("usd_per_million_output_tokens"), "")],
+             ["deviation D_total (thesis §4.8.1)", fmt(s.get("d_total"))],
+             ["inner solver status", str(s.get("status") or DASH)]]
     return ["figure", "value"], rows
+
+
+def latency_table(plan: Mapping[str, Any]) -> Table | None:
+    """Predicted latency at the planned load (perf model), the SLO, and what the
+    closed loop measured in simulation at 90 % of the capacity; None if not known."""
+    s = plan["summary"]
+    lat = s.get("latency_ms")
+    if not lat:
+        return None
+    slo = plan["request"].get("slo") or {}
+    checks = (s.get("closed_loop") or {}).get("checks") or []
+    target = 0.9 * num(s["requests_per_s"])
+    sim = min(checks, key=lambda c: abs(num(c.get("offered_rps")) - target)) \
+        if checks else None
+    rows = []
+    for name, key, ceil in (("TTFT", "ttft", slo.get("ttft_ms")),
+                            ("TPOT", "tpot", slo.get("tpot_ms"))):
+        rows.append([name, fmt(lat.get(f"{key}_p50")), fmt(lat.get(f"{key}_p90")),
+                     fmt(sim.get(f"{key}_p50_ms")) if sim else DASH,
+                     fmt(sim.get(f"{key}_p90_ms")) if sim else DASH,
+                     fmt(ceil) if ceil else "none"])
+    return (["latency, ms", "p50 planned", "p90 planned", "p50 simulated", "p90 simulated",
+             "SLO ceiling"], rows)
+
+
+def network_table(plan: Mapping[str, Any]) -> Table | None:
+    """KV bytes/s each network tier carries once the islands are placed."""
+    net = plan["summary"].get("network")
+    if not net:
+        return None
+    rows = [[str(name), fmt(num(v.get("bytes_per_s")) / 1e9), pct(v.get("peak_utilisation"))]
+            for name, v in net.items()]
+    return ["tier", "KV GB/s", "busiest island's share of the tier"], rows
 
 
 def baselines_table(plan: Mapping[str, Any]) -> Table:
     s = plan["summary"]
     mine = num(s["requests_per_s"])
-    rows = [["this plan", layout_label(plan["search"].get("best_layout")), fmt(mine),
+    paid = [[isl["gpu"], isl["size"]] for isl in plan["islands"] if isl["role"] != "idle"]
+    rows = [["this plan", layout_label(paid), fmt(mine),
              money(s["cost_per_hour"]), str(s.get("status") or DASH), "1"]]
     b = plan["baselines"]
     entries = list(b.get("homogeneous") or [])

@@ -8,6 +8,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -17,14 +18,23 @@ from planner.report.facts import headline
 from planner.report.markdown import title
 
 _NUMERIC = {"used", "available", "price per GPU", "cost", "GPUs", "batch", "#", "value",
-            "requests/s", "this plan ÷ it"}
+            "requests/s", "this plan ÷ it", "p50 planned", "p90 planned", "p50 simulated",
+            "p90 simulated", "SLO ceiling", "KV GB/s", "req/s", "ms"}
 
 
-def _rich(table: sections.Table, caption: str) -> Table:
+_WRAP = {"input lengths served", "input lengths", "islands", "plan", "latency", "figure", "status", "tier",
+         "busiest island's share of the tier", "latency, ms"}
+
+
+def _rich(table: sections.Table, caption: str, compact: bool = False) -> Table:
     header, rows = table
-    t = Table(title=caption, title_justify="left", title_style="bold", header_style="bold")
+    t = Table(title=caption, title_justify="left", title_style="bold", header_style="bold",
+              **({"box": box.SIMPLE_HEAD, "pad_edge": False, "padding": (0, 0)}
+                 if compact else {}))
     for h in header:
-        t.add_column(h, justify="right" if h in _NUMERIC else "left")
+        # identifiers and figures stay whole; descriptive columns wrap in narrow terminals
+        t.add_column(h, justify="right" if h in _NUMERIC else "left",
+                     no_wrap=h not in _WRAP, overflow="fold")
     for row in rows:
         t.add_row(*row)
     return t
@@ -38,8 +48,10 @@ def summary_text(plan: Mapping[str, Any]) -> Group:
         answer.append(text + "\n")
     return Group(Text(title(plan), style="bold underline"), answer,
                  _rich(sections.gpus_table(plan), "GPUs"),
-                 _rich(sections.islands_table(plan), "Islands"),
+                 _rich(sections.islands_compact(plan), "Islands", compact=True),
                  _rich(sections.throughput_table(plan), "Throughput and cost"),
+                 *[_rich(t, name) for t, name in ((sections.latency_table(plan), "Latency"),)
+                   if t],
                  _rich(sections.baselines_table(plan), "Compared with"))
 
 

@@ -21,6 +21,7 @@ handful of perf-model calls.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -266,10 +267,7 @@ def make_cluster(islands: Sequence[SimIsland], network: NetworkSpec = DEFAULT_NE
     fixed = []
     for i, isl in enumerate(islands):
         loc = isl.location if isl.location is not None else places[i]
-        fixed.append(SimIsland(i, isl.name, isl.gpu, isl.size, isl.role, isl.tp, isl.dp,
-                               isl.ep, isl.max_batch, isl.kv_capacity_tokens,
-                               isl.kv_bytes_per_token, loc, isl.prefill_s, isl.step_coeffs,
-                               isl.range_shares))
+        fixed.append(dataclasses.replace(isl, index=i, location=loc))
     roles = {isl.role for isl in fixed}
     if "prefill" in roles and "decode" not in roles and "both" not in roles:
         raise PlannerError("cluster has prefill islands but no decode (or both) island")
@@ -309,6 +307,27 @@ def _range_edges(plan: Mapping[str, Any], n_ranges: int) -> np.ndarray:
     return np.concatenate([start, end[-1:]]) if n_ranges else np.zeros(0)
 
 
+def _plan_locations(raw: Sequence[Any]) -> list[Location] | None:
+    """The locations the planner placed the serving islands at (planner.placement), if
+    every one of them has one; else None (the network's default layout)."""
+    out = []
+    for i, isl in enumerate(raw):
+        if not isinstance(isl, Mapping) or isl.get("role") == "idle":
+            continue
+        loc = isl.get("location")
+        if not isinstance(loc, Mapping):
+            return None
+        try:
+            vals = [int(loc[k]) for k in ("pod", "rack", "node")]
+        except (KeyError, TypeError, ValueError):
+            raise PlannerError(f"plan.islands[{i}].location must have integer pod, rack "
+                               "and node") from None
+        if min(vals) < 0:
+            raise PlannerError(f"plan.islands[{i}].location: indices must be >= 0")
+        out.append(Location(*vals))
+    return out
+
+
 def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None = None,
                       gpus: Mapping[str, GPU] | None = None,
                       calib: Calibration | None = None,
@@ -323,7 +342,8 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
     Idle islands are dropped; the rest keep plan order (and their ``shares``).  GPU types
     come from ``gpus`` (e.g. the inventory's, with datasheet GPUs), the plan's inventory
     datasheets, or the catalog.  ``max_input`` defaults to the last range's end.
-    ``locations`` (one per kept island) overrides ``network.place``.
+    ``locations`` (one per kept island) overrides the plan's own
+    ``islands[].location`` (planner.placement), which overrides ``network.place``.
     """
     if not isinstance(plan, Mapping):
         raise PlannerError("plan must be a JSON object")
@@ -378,22 +398,39 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
             raise PlannerError(f"{where}.shares must be numbers") from None
         if any(not math.isfinite(x) or x < 0 for x in shares):
             raise PlannerError(f"{where}.shares must be finite and >= 0")
+        flows = isl.get("range_rps")
+        if flows is not None:
+            if not isinstance(flows, list) or len(flows) != n_ranges:
+                raise PlannerError(f"{where}.range_rps must be a list of {n_ranges} numbers")
+            try:
+                flows = tuple(float(x) for x in flows)
+            except (TypeError, ValueError):
+                raise PlannerError(f"{where}.range_rps must be numbers") from None
+            if any(not math.isfinite(x) or x < 0 for x in flows):
+                raise PlannerError(f"{where}.range_rps must be finite and >= 0")
+        budget = isl.get("token_budget", 0)
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise PlannerError(f"{where}.token_budget must be an integer >= 0, got "
+                               f"{budget!r}")
         try:
             island = make_island(len(islands), f"{gpu.name}x{size}#{i}", gpu, size, role, tp,
                                  dp, ep, spec, batch=batch, calib=calib, max_input=max_input,
                                  range_shares=shares, time_scale=scale)
         except PlannerError as err:
             raise PlannerError(f"{where}: {err}") from None
+        if budget or flows:
+            island = dataclasses.replace(island, token_budget=int(budget),
+                                         range_flows=flows or ())
         islands.append(island)
     if not islands:
         raise PlannerError("plan.islands: every island is idle")
+    if locations is None:
+        locations = _plan_locations(raw)
     if locations is not None:
         if len(locations) != len(islands):
             raise PlannerError(f"locations: need {len(islands)} entries (one per non-idle "
                                "island)")
-        islands = [SimIsland(x.index, x.name, x.gpu, x.size, x.role, x.tp, x.dp, x.ep,
-                             x.max_batch, x.kv_capacity_tokens, x.kv_bytes_per_token, loc,
-                             x.prefill_s, x.step_coeffs, x.range_shares)
+        islands = [dataclasses.replace(x, location=loc)
                    for x, loc in zip(islands, locations, strict=True)]
     label = str(request.get("workload", "")) if isinstance(request, Mapping) else ""
     return make_cluster(islands, network, spec.name, range_edges=edges, label=label)

@@ -75,10 +75,12 @@ _INF = math.inf
 class _Prefill:
     """A prefill island: one FCFS queue served by ``dp`` attention groups."""
 
-    __slots__ = ("i", "queue", "free", "batches", "lin", "a", "tail", "dp")
+    __slots__ = ("i", "queue", "free", "batches", "lin", "a", "tail", "dp", "budget")
 
-    def __init__(self, i: int, dp: int, lin: list[float], a: float, tail: float) -> None:
+    def __init__(self, i: int, dp: int, lin: list[float], a: float, tail: float,
+                 budget: int) -> None:
         self.i, self.dp, self.lin, self.a, self.tail = i, dp, lin, a, tail
+        self.budget = budget
         self.queue: deque[int] = deque()
         self.free = list(range(dp - 1, -1, -1))  # pop() takes group 0 first
         self.batches: list[list[int]] = [[] for _ in range(dp)]
@@ -152,7 +154,8 @@ class Simulation:
                 split_cache[key] = prefill_split(x.prefill_s)
             lin, a, tail = split_cache[key]
             if x.role == "prefill":
-                self._pre[x.index] = _Prefill(x.index, x.dp, lin, a, tail)
+                self._pre[x.index] = _Prefill(x.index, x.dp, lin, a, tail,
+                                              int(x.token_budget) or self.budget)
             else:
                 rows = [tuple(map(float, r)) for r in np.asarray(x.step_coeffs)]
                 self._dec[x.index] = _Decoder(x.index, x.role == "both", rows, x.dp,
@@ -333,7 +336,7 @@ class Simulation:
 
     # ----------------------------------------------------------------- prefill
     def _start_prefill(self, p: _Prefill) -> None:
-        queue, reqs, hit, budget = p.queue, self.reqs, self._pf_hit, self.budget
+        queue, reqs, hit, budget = p.queue, self.reqs, self._pf_hit, p.budget
         batch: list[int] = []
         new = 0
         pairs = 0.0

@@ -138,6 +138,9 @@ def _columns(result: SimResult) -> dict[str, np.ndarray]:
             "prefill_island": pf, "decode_island": dec}
 
 
+request_columns = _columns  # public name: the per-request arrays of a result
+
+
 def _window_util(result: SimResult) -> np.ndarray:
     tl = np.asarray(result.util_timeline, dtype=float)
     lo, hi = float(result.warmup_s), float(result.t_end)

@@ -89,6 +89,13 @@ class SimIsland:
     prefill_s: np.ndarray = field(repr=False, compare=False)
     step_coeffs: np.ndarray = field(repr=False, compare=False)  # (B+1, 9): STEP_COLUMNS
     range_shares: tuple[float, ...] = ()  # the inner solution's shares per range
+    #: Prefill tokens per forward pass (vLLM ``max_num_batched_tokens``); 0: the
+    #: engine's.  A plan under a TTFT ceiling runs some islands at a smaller budget.
+    token_budget: int = 0
+    #: The plan's flow of each range through this island (requests/s at its capacity;
+    #: planner.operating): the split the plan-following router reproduces.  Empty: the
+    #: router derives one from ``range_shares`` and the island's own speed.
+    range_flows: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,11 @@ Choices a user can rely on:
   promised?" and ``2x`` is a twofold overload;
 * **arrivals** -- ``auto`` replays the trace given with ``trace`` (timestamps scaled by
   one factor to the rate, which keeps their burstiness), otherwise draws gamma
-  inter-arrival times with the workload's recorded CV (Poisson if it has none);
-  ``poisson``/``gamma`` force one;
+  inter-arrival times whose squared CV is the workload's index of dispersion of
+  one-second counts (planner.workload.arrivals: the burstiness of many tenants like
+  the trace's, superposed -- a fleet at a hundred times the trace's rate does not see
+  one tenant's pauses compressed a hundredfold), or its gap CV when it records no
+  IDC, or Poisson; ``poisson``/``gamma`` force one;
 * **warm-up** -- the first ``warmup_fraction`` of the arrival span is excluded from the
   metrics (the cluster starts empty);
 * **SLOs** -- TTFT / TPOT ceilings for attainment and goodput: the plan's own if it was
@@ -153,6 +156,8 @@ def make_requests(plan: Mapping[str, Any], s: SimSettings, rate: float,
     cv = None
     if s.arrivals in ("auto", "gamma"):
         cv = w.cv if w.cv and math.isfinite(w.cv) and w.cv > 0 else None
+        if w.idc is not None and math.isfinite(w.idc) and w.idc > 0:
+            cv = math.sqrt(w.idc)
         if s.arrivals == "gamma" and cv is None:
             raise PlannerError(f"--arrivals gamma: workload {name!r} records no CV; use "
                                "poisson")

@@ -32,6 +32,7 @@ from perfmodel import get_model
 from perfmodel.calibration import Calibration
 from planner.evaluate import LayoutEvaluator, PlanningContext
 from planner.inner import make_inner_solver
+from planner.network import parse_network
 from planner.outer.exact import ExactSearch
 from planner.outer.protocol import Layout, SearchSpace, layout_counts
 from planner.whatif.scenarios import Scenario, expand
@@ -118,7 +119,9 @@ class WhatIfRunner:
             gpus = {e.name: e.gpu for e in (*self.spec.inventory.entries, *self.spec.add)}
             ctx = PlanningContext(get_model(self.spec.model), w,
                                   make_ranges(w, count=self.spec.ranges), gpus, self.spec.slo,
-                                  Calibration(engine=self.spec.engine))
+                                  Calibration(engine=self.spec.engine),
+                                  parse_network(self.spec.inventory.network,
+                                                "inventory network"))
             self._evaluators[key] = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
         return self._evaluators[key]
 

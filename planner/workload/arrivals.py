@@ -6,7 +6,13 @@ For arrival times ``t_1 <= ... <= t_n`` with inter-arrival gaps ``g_i = t_{i+1} 
   estimator consistent with the CV below (``n / duration`` would count one more
   request than there are gaps);
 * burstiness ``CV = std(g) / mean(g)`` (population std), 1 for a Poisson process,
-  above 1 for bursty traffic.
+  above 1 for bursty traffic;
+* ``IDC``, the index of dispersion of the arrival counts in one-second bins
+  (variance / mean over every second from the first to the last arrival), 1 for a
+  Poisson process.  Unlike the CV it is unchanged when independent copies of the trace
+  are superposed -- what a fleet serving many tenants at a hundred times the trace's
+  rate sees -- and it measures burstiness at the time scale of a prefill pass, so the
+  simulator's arrivals use it (planner.sim.arrivals).
 
 Gaps are accumulated with Chan et al.'s pairwise update of (count, mean, M2) per
 chunk, so memory is constant and the result does not depend on the chunking.  Times
@@ -31,6 +37,7 @@ class ArrivalAccumulator:
         self._gap_n = 0
         self._gap_mean = 0.0
         self._gap_m2 = 0.0
+        self._per_second: dict[int, int] = {}
 
     def add(self, time_ns: np.ndarray) -> None:
         if time_ns.size == 0:
@@ -42,6 +49,9 @@ class ArrivalAccumulator:
             gaps = np.diff(t)
             self.first = int(t[0])
         self.backwards += int(np.count_nonzero(gaps < 0))
+        sec, cnt = np.unique(t // 1_000_000_000, return_counts=True)
+        for k, c in zip(sec.tolist(), cnt.tolist(), strict=True):
+            self._per_second[k] = self._per_second.get(k, 0) + c
         self._merge_gaps(gaps.astype(np.float64) / 1e9)
         self.last = int(t[-1])
         lo, hi = int(t.min()), int(t.max())
@@ -67,6 +77,18 @@ class ArrivalAccumulator:
         if self.t_min is None or self.t_max is None:
             return None
         return (self.t_max - self.t_min) / 1e9
+
+    def idc(self) -> float | None:
+        """Index of dispersion of the counts per second (module docstring)."""
+        if not self._per_second or self.n < 2:
+            return None
+        bins = max(self._per_second) - min(self._per_second) + 1
+        if bins < 2:
+            return None
+        c = np.fromiter(self._per_second.values(), dtype=float)
+        mean = c.sum() / bins
+        var = (c ** 2).sum() / bins - mean ** 2
+        return float(var / mean) if mean > 0 else None
 
     def result(self) -> tuple[float | None, float | None, list[str]]:
         """``(rate_rps, cv, warnings)``; ``None`` where the trace cannot tell."""

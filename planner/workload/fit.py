@@ -189,7 +189,9 @@ class TraceAccumulator:
             doc["clipped_mass"] = rep.clipped_mass
         doc["decode"] = {"mean": out_stats["mean"], "max": out_stats["max"],
                          "dist": histogram_spec(out_counts, bin_width)}
-        arrival = {k: v for k, v in (("rate_rps", rate), ("cv", cv)) if v is not None}
+        idc = self.arrivals.idc() if self.saw_times and cv is not None else None
+        arrival = {k: v for k, v in (("rate_rps", rate), ("cv", cv), ("idc", idc))
+                   if v is not None}
         if arrival:
             doc["arrival"] = arrival
         doc["prefix_hit_rate"] = self.prefix.hit_rate if self.saw_hashes else 0.0

@@ -136,6 +136,7 @@ class Workload:
     joint: JointHistogram | None = None
     rate_rps: float | None = None
     cv: float | None = None
+    idc: float | None = None  # index of dispersion of 1-s arrival counts (arrivals.py)
     prefix_hit_rate: float = 0.0
     provenance: str = ""
     description: str = ""
@@ -166,7 +167,7 @@ class Workload:
                     f"expected 0..decode_max={self.decode_max}"
                 )
             object.__setattr__(self, "decode_pmf", dp)
-        for attr, low in (("rate_rps", 0.0), ("cv", 0.0)):
+        for attr, low in (("rate_rps", 0.0), ("cv", 0.0), ("idc", 0.0)):
             value = getattr(self, attr)
             if value is not None:
                 value = float(value)
@@ -237,6 +238,60 @@ class Workload:
         return out
 
     @cached_property
+    def decode_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(E[d | s], E[d^2 | s])`` for every input length ``s`` of the pmf.
+
+        The output law is the simulator's (planner.sim.arrivals): the joint histogram's
+        row of ``s`` (uniform integers inside an output bin, clipped to ``decode_max``)
+        where the joint has data, else ``decode_pmf``, else a geometric law of mean
+        ``decode_mean``.  Outputs correlate with inputs in real traces (long prompts,
+        long answers), so a decode island serving long prompts does more work per
+        request than the global mean says; the decode tables use these per length.
+        """
+        dmax = int(self.decode_max)
+        n = len(self.pmf)
+        if self.decode_pmf is not None:
+            p = np.asarray(self.decode_pmf, float)[: dmax + 1]
+            d = np.arange(len(p), dtype=float)
+            tot = p.sum()
+            g1, g2 = float(p @ d) / tot, float(p @ d**2) / tot
+        else:
+            q = 1.0 / max(float(self.decode_mean), 1.0)  # geometric on {1, 2, ...}
+            g1, g2 = 1.0 / q, (2.0 - q) / q**2
+        m1, m2 = np.full(n, g1), np.full(n, g2)
+        if self.joint is not None:
+            j = self.joint
+            lo = j.output_edges[:-1].astype(float)
+            hi = np.minimum(j.output_edges[1:].astype(float), dmax + 1.0)
+            hi = np.maximum(hi, lo + 1.0)
+            # moments of the uniform integers on [lo, hi), in closed form
+            b1 = (lo + hi - 1.0) / 2.0
+            b2 = ((hi - 1.0) * hi * (2 * hi - 1.0) - (lo - 1.0) * lo * (2 * lo - 1.0)) \
+                / 6.0 / (hi - lo)
+            rows = j.counts.sum(axis=1)
+            prob = j.counts / np.where(rows > 0, rows, 1.0)[:, None]
+            idx = j.input_bin(self.lengths)
+            ok = idx >= 0
+            ok[ok] = rows[idx[ok]] > 0
+            m1[ok] = (prob @ b1)[idx[ok]]
+            m2[ok] = (prob @ b2)[idx[ok]]
+        return _frozen(m1), _frozen(m2)
+
+    @cached_property
+    def decode_residence(self) -> float:
+        """``E[d^2] / E[d]`` over the workload: twice the mean number of tokens a
+        sequence *in a decode batch* has generated.
+
+        A running batch samples requests in proportion to their lifetime ``d`` (the
+        inspection paradox), so its sequences hold ``E[d^2] / (2 E[d])`` generated
+        tokens on average, not ``E[d] / 2``: with a geometric law that is about
+        ``E[d]``, twice the naive figure.  Per length: :attr:`decode_moments`.
+        """
+        m1, m2 = self.decode_moments
+        e1 = float(self.pmf @ m1)
+        return float(self.pmf @ m2) / e1 if e1 > 0 else 0.0
+
+    @cached_property
     def pmf_fingerprint(self) -> str:
         """Hash of ``pmf`` alone: everything ranges depend on (their cache key)."""
         return hashlib.sha256(self.pmf.tobytes()).hexdigest()
@@ -246,7 +301,8 @@ class Workload:
         """Hash of the numeric content (pmfs, decode, joint, arrival, prefix)."""
         h = hashlib.sha256(self.pmf.tobytes())
         h.update(repr((self.decode_mean, self.decode_max, self.rate_rps, self.cv,
-                       self.prefix_hit_rate)).encode())
+                       self.prefix_hit_rate) + ((self.idc,) if self.idc is not None else ())
+                      ).encode())
         if self.decode_pmf is not None:
             h.update(self.decode_pmf.tobytes())
         if self.joint is not None:

@@ -62,9 +62,10 @@ def workload_from_dict(data: Any, *, source: str = "<dict>", max_len: int | None
     dmean, dmax, dpmf, dspec = _decode(data, loc)
     arrival = loc.child("arrival")
     arr = arrival.mapping(data.get("arrival") or {})
-    arrival.only_keys(arr, {"rate_rps", "cv"})
+    arrival.only_keys(arr, {"rate_rps", "cv", "idc"})
     rate = arrival.number(arr, "rate_rps", default=None, gt=0)
     cv = arrival.number(arr, "cv", default=None, ge=0)
+    idc = arrival.number(arr, "idc", default=None, ge=0)
     hit = loc.number(data, "prefix_hit_rate", default=0.0, ge=0.0, le=1.0)
     joint = _joint(data["joint"], loc.child("joint")) if data.get("joint") else None
     stats = data.get("stats")
@@ -73,7 +74,7 @@ def workload_from_dict(data: Any, *, source: str = "<dict>", max_len: int | None
     try:
         return Workload(
             name=name, pmf=pmf, decode_mean=dmean, decode_max=dmax, decode_pmf=dpmf,
-            joint=joint, rate_rps=rate, cv=cv, prefix_hit_rate=hit,
+            joint=joint, rate_rps=rate, cv=cv, idc=idc, prefix_hit_rate=hit,
             provenance=loc.text(data, "provenance"), description=loc.text(data, "description"),
             clipped_mass=clipped, trace_stats=stats,
             input_spec=copy.deepcopy(dict(input_spec)), decode_spec=dspec,
@@ -184,7 +185,8 @@ def workload_to_dict(w: Workload) -> dict[str, Any]:
     elif w.decode_pmf is not None:
         dec["dist"] = sparse_histogram(w.decode_pmf)
     out["decode"] = dec
-    arrival = {k: v for k, v in (("rate_rps", w.rate_rps), ("cv", w.cv)) if v is not None}
+    arrival = {k: v for k, v in (("rate_rps", w.rate_rps), ("cv", w.cv), ("idc", w.idc))
+               if v is not None}
     if arrival:
         out["arrival"] = arrival
     out["prefix_hit_rate"] = w.prefix_hit_rate

@@ -67,6 +67,7 @@ def workload_summary(workload: Any) -> dict[str, Any]:
     out["decode_max"] = w.decode_max
     out["rate_rps"] = w.rate_rps
     out["cv"] = w.cv
+    out["idc"] = w.idc
     out["prefix_hit_rate"] = w.prefix_hit_rate
     if "duration_s" in stats:
         out["duration_s"] = stats["duration_s"]

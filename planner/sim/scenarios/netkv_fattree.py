@@ -11,7 +11,7 @@ notes §4.2).
   *decode* instances fill rack 1 (same pod: tier 2 from every prefill instance) and 8 fill
   pod 1 (tier 3).  This is the placement the paper's Table VI implies (0 % of transfers
   on tiers 0/1; CLA* splits tier 2 : tier 3 ≈ 4 : 8).
-* Network: :data:`planner.network.DEFAULT_NETWORK`'s per-GPU-pair flow bandwidths (B0 =
+* Network: :data:`planner.network.SEED003_NETWORK`'s per-GPU-pair flow bandwidths (B0 =
   300 GB/s, B1 = 50, B2 = 25, B3 = 12.5 Gb/s; µs latencies), i.e. a 50 Gb/s access link
   with 2:1 oversubscription at the aggregation tier and 4:1 at the core.  Exp. 3's knobs:
   ``cross_pod_oversub`` sets ``B3 = min(B1 / o, B2)`` (4 = the default); ``background`` is the
@@ -46,7 +46,7 @@ from dataclasses import replace
 import numpy as np
 
 from planner.errors import PlannerError
-from planner.network import DEFAULT_NETWORK, Location, NetworkSpec
+from planner.network import SEED003_NETWORK, Location, NetworkSpec
 from planner.sim.cluster import make_cluster, make_island, step_time
 from planner.sim.engine import simulate
 from planner.sim.protocol import SimCluster, SimRequest, SimResult
@@ -66,12 +66,12 @@ def netkv_network(*, background: float = 0.0, cross_pod_oversub: float = 4.0) ->
         raise PlannerError(f"background utilisation must be in [0, 1), got {background}")
     if cross_pod_oversub <= 0:
         raise PlannerError(f"cross_pod_oversub must be > 0, got {cross_pod_oversub}")
-    t = list(DEFAULT_NETWORK.tiers)
+    t = list(SEED003_NETWORK.tiers)
     b3 = min(t[1].bandwidth_bytes_s / cross_pod_oversub, t[2].bandwidth_bytes_s)
     t[3] = replace(t[3], bandwidth_bytes_s=b3)
     for k in (1, 2, 3):
         t[k] = replace(t[k], background=float(background))
-    return replace(DEFAULT_NETWORK, tiers=tuple(t))
+    return replace(SEED003_NETWORK, tiers=tuple(t))
 
 
 def _locations() -> tuple[list[Location], list[Location], list[Location]]:

@@ -1,0 +1,131 @@
+"""Colocated islands: one island serves both phases of a request with in-flight batching
+and chunked prefill (``perfmodel.aggregated``), as a third role beside prefill and
+decode islands (issue 15: aggregated serving where it wins inside a heterogeneous
+fleet -- small dense models, short outputs -- and disaggregation elsewhere).
+
+Per input length ``s`` (output ``d(s)``, a steady batch holding ``g(s)`` generated tokens
+per sequence, as the decode tables) and configuration ``c``, every batch ``B`` of a
+lattice is one mixed pass of time ``t(B)`` that generates a token for each of the B
+sequences and prefills ``B n / d'`` prompt tokens (``n`` = new prompt tokens, ``d'`` =
+steps per request).  Then
+
+    rate = dp B / (d' t),   TPOT = t / yield,   TTFT = ceil(n / chunk) t,
+
+and the island runs at the batch of highest rate whose KV fits at ``s + g`` and whose
+TTFT and TPOT meet the ceilings.  The configuration is chosen as for the other phases
+(least workload-weighted deviation among those that serve every length any serves),
+on 24 lengths; the chosen one is evaluated on 48 log-spaced lengths and interpolated in
+log space to every length (the rates are smooth in ``s``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.aggregated import mixed_pass
+from perfmodel.calibration import Calibration
+from perfmodel.hardware import GPU
+from perfmodel.island import (
+    SLO,
+    PhaseTable,
+    WorkloadShape,
+    _choose,
+    _interp_rows,
+    _samples,
+)
+from perfmodel.memory import max_decode_batch, usable_bytes, weight_bytes_per_gpu
+from perfmodel.models import ModelSpec
+from perfmodel.parallel import ConfigGrid, ParallelConfig, enumerate_configs
+
+#: Batches per attention group evaluated: 1-8, then four per octave to 2048.
+BATCHES = np.unique(np.concatenate([np.arange(1, 9, dtype=float),
+                                    np.round(8 * 2.0 ** (np.arange(1, 33) / 4))]))
+
+_CACHE: dict[tuple, PhaseTable] = {}
+
+
+def _points(gpu: GPU, model: ModelSpec, c: ParallelConfig, shape: WorkloadShape, slo: SLO,
+            calib: Calibration, s: np.ndarray):
+    """(rate, TTFT s, TPOT s, batch) of config ``c`` at lengths ``s`` (1-D)."""
+    s2 = s[None, :]
+    d = np.asarray(shape.decode_at(s2), float)
+    held = np.asarray(shape.held_at(s2), float) if shape.steady else 0.5 * d
+    tp, dp, ep = (np.array([[float(x)]]) for x in (c.tp, c.dp, c.ep))
+    cap = np.asarray(max_decode_batch(gpu, model, tp, dp, ep, s2 + held, calib), float)
+    b = BATCHES[:, None]
+    comp = mixed_pass(gpu, model, b, s2, d, float(c.tp), float(c.dp), float(c.ep),
+                      shape.prefix_hit_rate, calib, held)
+    chunk = comp.pop("_chunk")
+    yld = comp.pop("_yield")
+    t = sum(comp.values())
+    n = np.maximum(s2 * (1.0 - shape.prefix_hit_rate), 1.0)
+    steps = np.maximum(d, 1.0) / yld
+    ttft = np.maximum(np.ceil(n / np.maximum(chunk, 1e-9)), 1.0) * t
+    tpot = t / yld
+    rate = c.dp * b / (steps * t)
+    ok = (chunk > 0) & (b <= cap)
+    if slo.ttft_ms is not None:
+        ok &= ttft * 1e3 <= slo.ttft_ms
+    if slo.tpot_ms is not None:
+        ok &= tpot * 1e3 <= slo.tpot_ms
+    score = np.where(ok, rate, -1.0)
+    k = np.argmax(score, axis=0)
+    cols = np.arange(s.size)
+    served = score[k, cols] > 0
+    pick = lambda a: np.where(served, np.broadcast_to(a, score.shape)[k, cols], 0.0)  # noqa: E731
+    return pick(rate), pick(ttft), pick(tpot), np.where(served, BATCHES[k], 0.0)
+
+
+def colocated_table(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape,
+                    slo: SLO = SLO(), calib: Calibration | None = None) -> PhaseTable:
+    """The ``both`` phase table of an island (module docstring); cached.  ``latency_ms``
+    is the TPOT, ``ttft_ms`` the TTFT."""
+    calib = calib or Calibration()
+    key = (gpu.spec_key(), size, model, shape.key(), slo, calib.key())
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    n = len(shape.pmf)
+    configs = [c for c in enumerate_configs(size, model)
+               if float(np.asarray(weight_bytes_per_gpu(
+                   model, np.array([[float(c.tp)]]), np.array([[float(c.dp)]]),
+                   np.array([[float(c.ep)]]))).ravel()[0]) <= usable_bytes(gpu, calib)]
+    empty = PhaseTable("both", None, np.zeros(n), np.zeros(n), np.zeros(n),
+                       reason=f"{model.name} does not fit on {size}x{gpu.name} colocated")
+    if not configs:
+        _CACHE[key] = empty
+        return empty
+    chosen = configs[0]
+    if len(configs) > 1:
+        sel = _samples(n, 24)
+        mass = np.bincount(np.clip(np.searchsorted(sel, np.arange(n), side="right") - 1, 0,
+                                   len(sel) - 1), weights=shape.pmf, minlength=len(sel))
+        rates = np.array([_points(gpu, model, c, shape, slo, calib, sel)[0] for c in configs])
+        chosen = configs[_choose(rates, mass, cover=True)[0]]
+    pts = _samples(n, 48)
+    rate, ttft, tpot, batch = _points(gpu, model, chosen, shape, slo, calib, pts)
+    s_all = np.arange(n, dtype=float)
+    served = rate > 0
+    if not served.any():
+        _CACHE[key] = empty
+        return empty
+    logs = np.log(np.where(served, np.stack([rate, ttft, tpot]), 1.0))
+    full = np.exp(_interp_rows(pts, logs, np.maximum(s_all, 1.0)))
+    # a length is served where both neighbouring samples are
+    idx = np.clip(np.searchsorted(pts, s_all, side="right") - 1, 0, len(pts) - 1)
+    nxt = np.minimum(idx + 1, len(pts) - 1)
+    ok = served[idx] & served[nxt]
+    ok[0] = False
+    table = PhaseTable("both", chosen, np.where(ok, full[0], 0.0),
+                       np.where(ok, full[2] * 1e3, 0.0),
+                       np.where(ok, batch[idx], 0.0), tuple(configs),
+                       ttft_ms=np.where(ok, full[1] * 1e3, 0.0))
+    _CACHE[key] = table
+    return table
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+__all__ = ["BATCHES", "colocated_table", "clear_cache"]

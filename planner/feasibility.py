@@ -1,0 +1,96 @@
+"""Whether an SLO can be met at all on an inventory, and if not, what can be.
+
+A plan must serve every input length of the workload within the TTFT and TPOT
+ceilings.  Before searching, :func:`check_slo` asks, for each length with demand,
+whether *some* island of the inventory meets both ceilings there (the planner's own
+island tables at the largest island of each type, which is the fastest).  If some
+lengths can be served by none, no plan exists; the error names what is achievable --
+per GPU type, the lowest TTFT for the longest prompt (one prompt alone, the fastest
+configuration of the largest island) and the lowest TPOT (one sequence, at the median
+context) -- so the user sees how far the ceilings are from the hardware.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.decode import step_model
+from perfmodel.memory import usable_bytes, weight_bytes_per_gpu
+from perfmodel.parallel import ConfigGrid, enumerate_configs
+from perfmodel.prefill import prefill_time
+from planner.evaluate import LayoutEvaluator
+from planner.inventory import Inventory
+
+
+def best_latency_ms(ev: LayoutEvaluator, gpu: str, size: int, prompt: int, context: float
+                    ) -> tuple[float, float]:
+    """(lowest TTFT of one ``prompt``-token request alone, lowest TPOT of one sequence at
+    ``context``) over the configurations of an island of ``size`` ``gpu``s that fit."""
+    c = ev.context
+    g = c.gpus[gpu]
+    configs = enumerate_configs(size, c.model)
+    if not configs:
+        return float("inf"), float("inf")
+    grid = ConfigGrid.of(configs)
+    s = np.array([[float(max(prompt, 1))]])
+    ttft = prefill_time(g, c.model, s, grid.tp, grid.dp, grid.ep,
+                        c.workload.prefix_hit_rate, c.calib)
+    steps = step_model(g, c.model, np.ones((len(grid), 1)), grid.tp, grid.dp, grid.ep,
+                       c.calib)
+    tpot = steps.step_time(float(context))
+    fits = (weight_bytes_per_gpu(c.model, grid.tp, grid.dp, grid.ep)
+            <= usable_bytes(g, c.calib))[:, 0]
+    if not fits.any():
+        return float("inf"), float("inf")
+    return (float(np.min(np.asarray(ttft)[fits])) * 1e3,
+            float(np.min(np.asarray(tpot).reshape(len(grid), -1)[fits])) * 1e3)
+
+
+def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
+    """Why no plan can meet the context's SLO on ``inventory`` (None if some can)."""
+    c = ev.context
+    slo = c.slo
+    if slo.ttft_ms is None and slo.tpot_ms is None:
+        return None
+    pmf = c.workload.pmf
+    need = pmf > 0
+    prefill_ok = np.zeros(len(pmf), bool)
+    decode_ok = np.zeros(len(pmf), bool)
+    for e in inventory.entries:
+        if e.count < 1:
+            continue
+        t = ev.island(e.name, e.count)
+        prefill_ok |= np.asarray(t.prefill.rps) > 0
+        decode_ok |= np.asarray(t.decode.rps) > 0
+    missing = need & ~(prefill_ok & decode_ok)
+    if not missing.any():
+        return None
+    lengths = np.flatnonzero(missing)
+    longest = int(np.flatnonzero(need).max())
+    median = int(c.workload.quantile(0.5))
+    context = median + 0.5 * float(c.workload.decode_residence)
+    best = []
+    for e in inventory.entries:
+        if e.count < 1:
+            continue
+        ttft, tpot = best_latency_ms(ev, e.name, e.count, longest, context)
+        best.append(f"{e.name} (all {e.count}): TTFT {_ms(ttft)} for a {longest:,}-token "
+                    f"prompt, TPOT {_ms(tpot)}")
+    ceilings = ", ".join(f"{name} <= {v:g} ms" for name, v in
+                         (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms)) if v is not None)
+    if slo.ttft_ms is not None and c.table_slo.ttft_ms != slo.ttft_ms:
+        ceilings += (f"; a prefill pass gets {c.table_slo.ttft_ms:g} ms of the TTFT, the "
+                     "rest is left for waiting")
+    share = float(pmf[missing].sum())
+    return (f"the SLO ({ceilings}) cannot be met for {share:.1%} of the workload's requests "
+            f"(input lengths {int(lengths.min()):,}-{int(lengths.max()):,}) on any island of "
+            f"this inventory; best achievable: " + "; ".join(best)
+            + ". Raise --ttft/--tpot, add faster GPUs, or plan with --no-slo")
+
+
+def _ms(x: float) -> str:
+    return "no configuration fits" if not np.isfinite(x) else f"{x:,.0f} ms" if x >= 10 \
+        else f"{x:.1f} ms"
+
+
+__all__ = ["best_latency_ms", "unmet_slo"]

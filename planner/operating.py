@@ -1,0 +1,228 @@
+"""A solved plan's operating point: what every island serves, at what batch, latency
+and network load, read off the inner solution at full length resolution.
+
+The inner solution gives island i the share x_ij of its time on range j at the rate
+b_ij (planner.evaluate: the range's own length mix): the *capacity* ``x_ij b_ij`` it
+gives range j.  At the plan's capacity C range j brings ``C P_j`` requests/s, split over
+its islands in proportion to those capacities: the *flow*, spread over the range's
+lengths as the workload is.  From these:
+
+* **decode batch** (Little's law): an island running its ranges full, lambda(s)
+  requests/s of length s, each generating d(s) tokens at TPOT(s), holds
+  ``sum_s lambda(s) d(s) TPOT(s)`` sequences -- the batch its rates were computed at,
+  over the lengths it really serves (not the largest batch of any length, which
+  overfilled the KV cache in simulation).  The simulator admits up to it;
+* **latency**: the flow-weighted TTFT (prefill pass) and TPOT (decode step per token)
+  of every island, and their percentiles over the fleet's requests;
+* **network**: prompt KV caches move from prefill to decode islands; islands are placed
+  by the ranges they serve (``planner.placement``), and the bytes/s each tier carries
+  follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.evaluate import LayoutEvaluator
+from planner.inner.result import InnerResult
+from planner.network import Location
+from planner.placement import TierLoad, place_islands, tier_load
+
+
+@dataclass(frozen=True)
+class IslandPoint:
+    index: int
+    role: str
+    requests_per_s: float  # at the plan's capacity
+    batch: int  # sequences per attention group (decode); prompts per pass (prefill)
+    ttft_ms: float  # prefill (and colocated) islands: flow-weighted time to first token
+    tpot_ms: float  # decode (and colocated) islands: flow-weighted time per token
+    token_budget: int = 0  # prefill islands: tokens per pass (0: the engine's)
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    islands: tuple[IslandPoint, ...]
+    ttft_ms_p50: float
+    ttft_ms_p90: float
+    tpot_ms_p50: float
+    tpot_ms_p90: float
+    kv_bytes_per_s: float  # prompt KV moved from prefill to decode islands
+    locations: tuple[Location | None, ...] = ()  # per island; None: idle / no network
+    tiers: TierLoad | None = None
+    range_flows: tuple[tuple[float, ...], ...] = ()  # per island, requests/s per range
+
+
+def _capacity(ev: LayoutEvaluator, result: InnerResult, role: str) -> np.ndarray:
+    """(I, J) capacity ``x_ij b_ij`` each island of ``role`` gives each range."""
+    shares = result.shares(role)
+    out = np.zeros_like(shares)
+    for i, isl in enumerate(result.islands):
+        if isl.role != role:
+            continue
+        if role == "both":
+            b = ev.both_range_table(isl.gpu, isl.size)
+        else:
+            b = ev.range_tables(isl.gpu, isl.size)[0 if role == "prefill" else 1]
+        out[i] = shares[i] * b
+    return out
+
+
+def role_flows(ev: LayoutEvaluator, result: InnerResult, demand: bool = True
+               ) -> dict[str, np.ndarray]:
+    """(I, J) requests/s of each range every island serves at the plan's capacity, per
+    role ("prefill", "decode", "both").
+
+    ``demand``: the flow the workload sends.  Range j brings ``C P_j``; the router splits
+    it over the range's prefill and colocated islands in proportion to the capacity each
+    gives it, and what the prefill islands take continues over the decode islands, again
+    by capacity.  Otherwise the capacity itself (``x_ij b_ij``), which exceeds the flow
+    where a role has slack."""
+    cap = {role: _capacity(ev, result, role) for role in ("prefill", "decode", "both")}
+    if not demand:
+        return cap
+    flow = float(result.R_sustained) * _range_mass(ev)
+    front = cap["prefill"].sum(axis=0) + cap["both"].sum(axis=0)
+    share = np.divide(flow, front, out=np.zeros_like(front), where=front > 0)
+    out = {"prefill": cap["prefill"] * share, "both": cap["both"] * share}
+    to_decode = out["prefill"].sum(axis=0)
+    back = cap["decode"].sum(axis=0)
+    out["decode"] = cap["decode"] * np.divide(to_decode, back, out=np.zeros_like(back),
+                                              where=back > 0)
+    return out
+
+
+def range_flows(ev: LayoutEvaluator, result: InnerResult, phase: str,
+                demand: bool = True) -> np.ndarray:
+    """:func:`role_flows` of one role."""
+    return role_flows(ev, result, demand)[phase]
+
+
+def _range_mass(ev: LayoutEvaluator) -> np.ndarray:
+    idx, pmf = ev._range_index, ev.context.workload.pmf
+    return np.bincount(idx[idx >= 0], weights=pmf[idx >= 0], minlength=len(ev.context.ranges))
+
+
+def spread(ev: LayoutEvaluator, given: np.ndarray) -> np.ndarray:
+    """(I, J) range flows spread over each range's lengths as the workload is: (I, S)."""
+    pmf = ev.context.workload.pmf
+    idx = ev._range_index
+    mass = _range_mass(ev)
+    out = np.zeros((given.shape[0], len(pmf)))
+    inside = idx >= 0
+    w = np.zeros(len(pmf))
+    w[inside] = pmf[inside] / np.where(mass[idx[inside]] > 0, mass[idx[inside]], 1.0)
+    out[:, inside] = given[:, idx[inside]] * w[inside]
+    return out
+
+
+def served_per_length(ev: LayoutEvaluator, result: InnerResult, phase: str,
+                      demand: bool = True) -> np.ndarray:
+    """(I, S): :func:`range_flows` spread over each range's lengths."""
+    return spread(ev, range_flows(ev, result, phase, demand))
+
+
+def place(ev: LayoutEvaluator, result: InnerResult
+          ) -> tuple[list[Location | None], TierLoad | None]:
+    """Locations of the islands that serve (None for idle ones) and the KV load per
+    tier (planner.placement); (all None, None) without a network.  Colocated islands
+    are placed too but move no KV."""
+    net = ev.context.network
+    n = len(result.islands)
+    if net is None:
+        return [None] * n, None
+    flows = role_flows(ev, result)
+    total = flows["prefill"] + flows["decode"] + flows["both"]
+    live = [i for i, a in enumerate(result.islands) if a.role != "idle"]
+    locs = place_islands([result.islands[i].size for i in live], total[live], net)
+    where: list[Location | None] = [None] * n
+    for i, loc in zip(live, locs, strict=True):
+        where[i] = loc
+    pre = [i for i in live if result.islands[i].role == "prefill"]
+    dec = [i for i in live if result.islands[i].role == "decode"]
+    load = tier_load(flows["prefill"][pre], flows["decode"][dec], ev.kv_bytes_per_request(),
+                     [where[i] for i in pre], [where[i] for i in dec],
+                     [result.islands[i].size for i in pre],
+                     [result.islands[i].size for i in dec], net)
+    return where, load
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    ok = (weights > 0) & np.isfinite(values)
+    if not ok.any():
+        return float("nan")
+    v, w = values[ok], weights[ok]
+    order = np.argsort(v)
+    c = np.cumsum(w[order])
+    return float(v[order][np.searchsorted(c, q * c[-1])])
+
+
+def _flow_mean(flow: np.ndarray, values: np.ndarray) -> float:
+    total = float(flow.sum())
+    return float((flow * values).sum() / total) if total > 0 else float("nan")
+
+
+def operating_point(ev: LayoutEvaluator, result: InnerResult) -> OperatingPoint:
+    """Per-island flow, batch and latency of a solved layout, and the fleet's
+    percentiles.  Batches are sized on the capacity each island gives (what it can
+    hold when its ranges run full), flows and latencies on the demand it serves."""
+    shape = ev.context.shape
+    hit = float(shape.prefix_hit_rate)
+    d = shape.decode_at(np.arange(len(shape.pmf), dtype=float))
+    by_range = role_flows(ev, result)
+    flow = {r: spread(ev, f) for r, f in by_range.items()}
+    full = {r: spread(ev, f) for r, f in role_flows(ev, result, demand=False).items()}
+    points = []
+    ttft_v, ttft_w, tpot_v, tpot_w = [], [], [], []
+    for i, isl in enumerate(result.islands):
+        if isl.role not in ("prefill", "decode", "both"):
+            points.append(IslandPoint(i, isl.role, 0.0, 0, float("nan"), float("nan")))
+            continue
+        if isl.role == "both":
+            table = ev.colocated_table(isl.gpu, isl.size)
+        else:
+            t = ev.island(isl.gpu, isl.size)
+            table = t.prefill if isl.role == "prefill" else t.decode
+        served, cap = flow[isl.role][i], full[isl.role][i]
+        total, cap_total = float(served.sum()), float(cap.sum())
+        lat = np.asarray(table.latency_ms, float)
+        if isl.role == "prefill":
+            batch = int(round(float((cap * table.batch).sum() / cap_total))) \
+                if cap_total else 1
+            # tokens per pass where prompts are batched (a TTFT ceiling may have lowered
+            # it below the engine's); the island runs at the smallest its lengths need
+            k = np.asarray(table.batch, float)
+            n = np.maximum(np.arange(len(k)) * (1.0 - hit), 1.0)
+            batched = (cap > 0) & (k > 1.0 + 1e-6)
+            budget = int(np.floor(float(np.min(k[batched] * n[batched])) + 1e-6)) \
+                if batched.any() else 0
+            points.append(IslandPoint(i, "prefill", total, max(batch, 1), _flow_mean(served, lat),
+                                      float("nan"), budget))
+            ttft_v.append(lat)
+            ttft_w.append(served)
+            continue
+        dp = table.config.dp if table.config else 1
+        in_flight = float((cap * d * lat * 1e-3).sum())  # Little's law, running full
+        batch = int(np.ceil(in_flight / dp - 1e-9)) if cap_total > 0 else 0
+        ttft = float("nan")
+        if isl.role == "both":
+            ttft = _flow_mean(served, np.asarray(table.ttft_ms, float))
+            ttft_v.append(np.asarray(table.ttft_ms, float))
+            ttft_w.append(served)
+        points.append(IslandPoint(i, isl.role, total, max(batch, 1 if total else 0),
+                                  ttft, _flow_mean(served, lat)))
+        tpot_v.append(lat)
+        tpot_w.append(served)
+    q = {}
+    for name, v, w in (("ttft", ttft_v, ttft_w), ("tpot", tpot_v, tpot_w)):
+        vv = np.concatenate(v) if v else np.zeros(0)
+        ww = np.concatenate(w) if w else np.zeros(0)
+        q[name] = (_weighted_quantile(vv, ww, 0.5), _weighted_quantile(vv, ww, 0.9))
+    kv = float((flow["prefill"].sum(axis=0) * ev.kv_bytes_per_length()).sum())
+    locations, tiers = place(ev, result)
+    return OperatingPoint(tuple(points), q["ttft"][0], q["ttft"][1], q["tpot"][0],
+                          q["tpot"][1], kv, tuple(locations), tiers,
+                          tuple(tuple(float(x) for x in row) for row in
+                                by_range["prefill"] + by_range["decode"] + by_range["both"]))
