@@ -84,7 +84,8 @@ def render(rows: list[dict]) -> str:
     for r in rows:
         lines.append(
             f"| {r['case']} | {r['gpus']} | {r['cost']:,.2f} | {r['analytic']:,.1f} | "
-            f"{r['headline']:,.1f} | {r['bound']} ({r['rounds']} rounds) | "
+            f"{r['headline']:,.1f} | {r['bound']} ({r['rounds']} "
+            f"round{'' if r['rounds'] == 1 else 's'}) | "
             f"{r['sustained']:.3f} | {100 * r['slo90']:.1f} % | {r['ttft_p90']:,.0f} | "
             f"{r['tpot_p90']:.1f} | {r['idle']} | {r['seconds']:.0f} |")
     lines += ["", f"All goals met: **{'yes' if ok else 'no'}**.", ""]

@@ -35,7 +35,7 @@ from perfmodel.island import (
 )
 from perfmodel.memory import max_decode_batch, usable_bytes, weight_bytes_per_gpu
 from perfmodel.models import ModelSpec
-from perfmodel.parallel import ConfigGrid, ParallelConfig, enumerate_configs
+from perfmodel.parallel import ParallelConfig, enumerate_configs
 
 #: Batches per attention group evaluated: 1-8, then four per octave to 2048.
 BATCHES = np.unique(np.concatenate([np.arange(1, 9, dtype=float),

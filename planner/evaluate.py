@@ -288,8 +288,8 @@ class LayoutEvaluator:
             # a plan does not buy the islands its solution leaves idle (planner.plan)
             paid = tuple((a.gpu, a.size) for a in result.islands if a.role != "idle") \
                 if result.feasible and result.islands else layout
-            score = Score(float(value) if result.feasible else 0.0, self.cost(paid),
-                          bool(result.feasible), result)
+            ok = bool(result.feasible) and value > 0  # a plan that serves nothing is none
+            score = Score(float(value) if ok else 0.0, self.cost(paid), ok, result)
         self._scores[layout] = score
         return score
 

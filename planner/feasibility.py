@@ -82,9 +82,9 @@ def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
         ceilings += (f"; a prefill pass gets {c.table_slo.ttft_ms:g} ms of the TTFT, the "
                      "rest is left for waiting")
     share = float(pmf[missing].sum())
-    return (f"the SLO ({ceilings}) cannot be met for {share:.1%} of the workload's requests "
-            f"(input lengths {int(lengths.min()):,}-{int(lengths.max()):,}) on any island of "
-            f"this inventory; best achievable: " + "; ".join(best)
+    return (f"the SLO ({ceilings}) cannot be met for {100 * share:.2g}% of the workload's "
+            f"requests (input lengths {int(lengths.min()):,}-{int(lengths.max()):,}) on any "
+            f"island of this inventory; best achievable: " + "; ".join(best)
             + ". Raise --ttft/--tpot, add faster GPUs, or plan with --no-slo")
 
 

@@ -239,6 +239,13 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
                               + "; add GPUs with more memory or more GPUs per type")
         cheapest[phase] = min(options)
     need = cheapest["prefill"][0] + cheapest["decode"][0]
+    if ctx.colocated:  # or one colocated island
+        for e in req.inventory.entries:
+            for g in range(max(1, e.min_island), e.count + 1):
+                t = ev.colocated_table(e.name, g)
+                if t is not None and t.feasible:
+                    need = min(need, g * e.price_per_hour)
+                    break
     if req.budget is not None and req.budget < need:
         raise PlannerError(
             f"{source}: --budget {req.budget:g} $/h is below the cheapest plan that can serve "
@@ -287,7 +294,7 @@ def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str
             problem = ev.problem(layout)
             result = solver.solve(problem)
         op = operating_point(ev, result)
-        islands = tuple(replace(a, batch=int(p.batch)) if a.role in ("prefill", "decode")
+        islands = tuple(replace(a, batch=int(p.batch)) if a.role != "idle"
                         else a for a, p in zip(result.islands, op.islands, strict=True))
         result = replace(result, islands=islands)
     if inner in PIPELINE_SOLVERS:
@@ -295,6 +302,33 @@ def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str
     else:
         evaluation = evaluate(result, problem, ev.full_resolution(layout))
     return layout, result, evaluation, op
+
+
+#: A plan whose KV transfers hold its rate below this share of what its GPUs could
+#: compute is decided by the network, not the GPUs: the planner refuses it.
+NETWORK_BOUND = 0.1
+
+
+def check_network(ctx: PlanningContext, solver, layout: Layout, rate: float,
+                  req: PlanRequest) -> None:
+    """Refuse (exit 1) a network that cannot carry the KV traffic: the best layout's rate
+    with KV transfer priced is under ``NETWORK_BOUND`` of its rate without; the error
+    names the tier the pairs cross and the bandwidth per GPU it would need."""
+    free = LayoutEvaluator(replace(ctx, network=None), solver,
+                           range_rate="midpoint" if req.thesis else "mix")
+    compute = free(layout).value
+    if not compute > 0 or rate >= NETWORK_BOUND * compute:
+        return
+    tier = ctx.network.tiers[ctx.kv_tier]
+    have = tier.effective_bytes_s
+    need = have * compute / max(rate, 1e-12)
+    raise NoPlanError(
+        f"inventory {req.inventory.name!r}, field network: the {tier.name} tier "
+        f"({have * 8 / 1e9:,.3g} Gb/s per GPU) "
+        f"cannot carry the KV caches prefill islands send to decode islands: the best "
+        f"layout serves {rate:,.3g} requests/s instead of the {compute:,.3g} its GPUs "
+        f"compute; it needs about {need * 8 / 1e9:,.3g} Gb/s per GPU on that tier "
+        f"(network.tiers[{ctx.kv_tier}].bandwidth_gbps)")
 
 
 def layout_plan_dict(req: PlanRequest, ctx: PlanningContext, ev: LayoutEvaluator, solver,
@@ -363,13 +397,15 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
                           progress=None if progress is None else
                           (lambda d, t, _b: progress("search", d, t)))
     seconds["search"] = time.perf_counter() - t0
-    if found.best_layout is None:
+    if found.best_layout is None or found.best_score is None or not found.best_score.value > 0:
         raise NoPlanError(explain_no_plan(req, ev))
     layout = found.best_layout
 
     t0 = time.perf_counter()
     layout, result, evaluation, op = solve_layout(ev, solver, layout, req.inner)
     seconds["evaluate"] = time.perf_counter() - t0
+    if ctx.network is not None and req.inner not in PIPELINE_SOLVERS:
+        check_network(ctx, solver, layout, float(result.R_sustained), req)
 
     # The baselines are exact MILPs over the perf-model tables; next to a pipeline plan
     # they answer "what would the disaggregated MILP plan give", so their labels say so.

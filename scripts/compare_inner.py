@@ -134,8 +134,13 @@ def plan_rows(quick: bool):
             ev = LayoutEvaluator(plan.context, make_inner_solver("maxrate"))
             ttft, e2e = latency(plan.result, ev)
             used = ", ".join(f"{n} {g}" for g, n in sorted(plan.gpus_used.items()) if n)
+            # per length: the same shares replayed at every input length, a range's
+            # requests pooled over its islands (planner.inner.evaluator's R_pooled --
+            # what a range router sustains); tokens/s at that rate
+            ev_full = plan.evaluation
+            per_request = ev_full.sustained_tokens_per_s / max(ev_full.R_sustained, 1e-12)
             out.append((f"{inv_name} @ {budget:g} $/h", name, plan.value,
-                        plan.evaluation.R_sustained, plan.evaluation.sustained_tokens_per_s,
+                        ev_full.R_pooled, ev_full.R_pooled * per_request,
                         plan.cost_per_hour, ttft, e2e, used))
     return out
 

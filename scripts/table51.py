@@ -41,10 +41,10 @@ def _evaluator(inventory: str, workload: str, ranges: int, inner: str,
                engine: str = "roofline"):
     """Table 5.1 is reproduced on the thesis's own Shallowsim-style model (``roofline``);
     ``engine`` prices it on measured kernels instead."""
+    from perfmodel import SLO
     from planner.evaluate import LayoutEvaluator
     from planner.inner import make_inner_solver
     from planner.inventory import load_inventory
-    from perfmodel import SLO
     from planner.plan import PlanRequest, _context
 
     req = PlanRequest(load_inventory(REPO / "inventories" / inventory), workload=workload,

@@ -215,7 +215,7 @@ def _bad(tmp_path: Path, edit) -> Path:
     (lambda p: p.update(schema_version="1"), "schema_version"),
     (lambda p: p["ranges"]["mid"].pop(), "ranges.mid"),
     (lambda p: p["per_length"]["eval_decode"].pop(), "per_length.eval_decode"),
-    (lambda p: p["islands"][3].update(role="both"), "islands[3].role"),
+    (lambda p: p["islands"][3].update(role="colocated"), "islands[3].role"),
     (lambda p: p["islands"][2]["shares"].append(0.0), "islands[2].shares"),
     (lambda p: p.pop("summary"), "summary"),
 ])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.inner.highs import new_highs
 from planner.inner.model import SparseMILP
 
 BACKENDS = ("bnb", "highs", "cbc", "pulp-highs")
@@ -72,7 +73,7 @@ def _solve_highspy(
     import highspy
 
     t0 = time.perf_counter()
-    h = highspy.Highs()
+    h = new_highs()
     h.setOptionValue("output_flag", False)
     # One thread: the machine and the outer loop's parallel workers share the cores, and
     # HiGHS's MIP search is essentially serial on problems this small.

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from planner.inner.backends import SolveOutcome
+from planner.inner.highs import new_highs
 from planner.inner.model import SparseMILP
 
 INT_TOL = 1e-6
@@ -54,7 +55,7 @@ def new_lp(model: SparseMILP):
     """A silent single-thread HiGHS instance holding ``model``'s LP relaxation."""
     import highspy
 
-    h = highspy.Highs()
+    h = new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     # Presolve would be redone at every node and would discard the warm basis.

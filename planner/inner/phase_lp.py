@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.inner.highs import new_highs
 from planner.inner.model import MILPBuilder
 
 #: Rows equal to this many significant digits after normalisation count as proportional.
@@ -131,7 +132,7 @@ class PhaseLP:
                          np.concatenate([rows[g, j], -p]), lower=0.0)
             bld.add_rows(K, g, x, 1.0, upper=cap)
             m = bld.build()
-            h = highspy.Highs()
+            h = new_highs()
             h.setOptionValue("output_flag", False)
             h.setOptionValue("threads", 1)
             h.setOptionValue("presolve", "off")

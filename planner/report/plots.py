@@ -44,8 +44,8 @@ Plan = Mapping[str, Any]
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
             "#7f7f7f", "#bcbd22", "#17becf")
 _PHASE_COLORS = ("#2ca02c", "#1f77b4", "#9467bd", "#17becf")  # never red: red is "exact"
-_HATCH = {"prefill": "///", "decode": "", "idle": "xx"}
-_ROLE_ORDER = ("prefill", "decode", "idle")
+_HATCH = {"prefill": "///", "decode": "", "both": "..", "idle": "xx"}
+_ROLE_ORDER = ("prefill", "both", "decode", "idle")
 # Above this many lengths the per-length curves are averaged over bins: 8,000 points per
 # line is illegible at report width and bloats the PNG.
 _MAX_POINTS = 800
@@ -180,7 +180,9 @@ def _range_ticks(ax, plan: Plan) -> None:  # noqa: ANN001
 def assignment_figure(plan: Plan) -> Figure:
     islands = plan["islands"]
     J = len(plan["ranges"]["prob"])
-    rows = {ph: [i for i, isl in enumerate(islands) if isl["role"] == ph]
+    # colocated ("both") islands take requests at arrival, beside the prefill islands
+    rows = {ph: [i for i, isl in enumerate(islands)
+                 if isl["role"] == ph or (ph == "prefill" and isl["role"] == "both")]
             for ph in ("prefill", "decode")}
     heights = [1.4] + [max(1, len(rows[ph])) * 0.36 + 0.6 for ph in rows]
     fig = _figure(11, min(16.0, sum(heights) + 1.4))
@@ -196,7 +198,9 @@ def assignment_figure(plan: Plan) -> Figure:
     image = None
     for ax, ph in zip(axes[1:], rows, strict=True):
         m = shares[ph]
-        ax.set_title(f"{ph} islands", fontsize=9, loc="left")
+        ax.set_title("prefill and colocated islands" if ph == "prefill" and any(
+            islands[i]["role"] == "both" for i in rows[ph]) else f"{ph} islands",
+            fontsize=9, loc="left")
         if not m.size:
             ax.text(0.5, 0.5, f"no {ph} islands", ha="center", va="center",
                     transform=ax.transAxes)

@@ -28,7 +28,7 @@ _PER_RANGE_KEYS = ("prefill_rps", "decode_rps")
 _PER_LENGTH_KEYS = ("length", "pmf", "model_prefill", "eval_prefill", "model_decode",
                     "eval_decode")
 _ISLAND_KEYS = ("gpu", "size", "role", "config", "batch", "shares")
-_ROLES = ("prefill", "decode", "idle")
+_ROLES = ("prefill", "decode", "both", "idle")
 
 
 def _fail(source: str, field: str, problem: str) -> PlannerError:

@@ -22,8 +22,8 @@ _NUMERIC = {"used", "available", "price per GPU", "cost", "GPUs", "batch", "#", 
             "p90 simulated", "SLO ceiling", "KV GB/s", "req/s", "ms"}
 
 
-_WRAP = {"input lengths served", "input lengths", "islands", "plan", "latency", "figure", "status", "tier",
-         "busiest island's share of the tier", "latency, ms"}
+_WRAP = {"input lengths served", "input lengths", "islands", "plan", "latency", "figure",
+         "status", "tier", "busiest island's share of the tier", "latency, ms"}
 
 
 def _rich(table: sections.Table, caption: str, compact: bool = False) -> Table:
