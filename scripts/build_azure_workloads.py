@@ -24,10 +24,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
 from planner.workload.fit import fit_trace
 from planner.workload.registry import builtin_dir, shared_dir
-from planner.workload.yaml_io import dump_yaml, write_text_atomic
+from planner.workload.yaml_io import dump_yaml
 
 ATTRIBUTION = (
     "Azure LLM inference trace 2023 (Azure Public Dataset, AzureLLMInferenceDataset2023), "

@@ -192,38 +192,34 @@ def decode_attention_rows(df: pd.DataFrame) -> list[Observations]:
     return out
 
 
-def mla_context_rows(df: pd.DataFrame) -> list[Observations]:
-    """``context_mla_perf``: DeepSeek MLA prefill kernel, per-GPU heads, no projections."""
+def _mla_rows(df: pd.DataFrame, op: str, db_col: str, coord: str, offset: float
+              ) -> list[Observations]:
+    """MLA rows per KV dtype: batch, the length column ``db_col`` (+ ``offset``) as
+    ``coord``, and per-GPU heads."""
     df = usable(df)
-    df = _fastest(df[df.mla_dtype == "bfloat16"], ["kv_cache_dtype", "batch_size", "isl",
+    df = _fastest(df[df.mla_dtype == "bfloat16"], ["kv_cache_dtype", "batch_size", db_col,
                                                    "num_heads"])
     out = []
     for kv in ("bf16", "fp8"):
         d = df[df.kv_cache_dtype == ops.DB_DTYPE.get(kv, kv)]
         if len(d) < 30:
             continue
-        cols = {"batch": d.batch_size.to_numpy(float), "seq": d.isl.to_numpy(float),
+        cols = {"batch": d.batch_size.to_numpy(float),
+                coord: d[db_col].to_numpy(float) + offset,
                 "heads": d.num_heads.to_numpy(float)}
-        out.append(Observations("mla_context", kv, cols, d.latency.to_numpy() * 1e-3,
+        out.append(Observations(op, kv, cols, d.latency.to_numpy() * 1e-3,
                                 _group(d.num_heads, d.batch_size)))
     return out
+
+
+def mla_context_rows(df: pd.DataFrame) -> list[Observations]:
+    """``context_mla_perf``: DeepSeek MLA prefill kernel, per-GPU heads, no projections."""
+    return _mla_rows(df, "mla_context", "isl", "seq", 0.0)
 
 
 def mla_decode_rows(df: pd.DataFrame) -> list[Observations]:
     """``generation_mla_perf``: absorbed-MLA decode kernel at ``step + 1`` cached tokens."""
-    df = usable(df)
-    df = _fastest(df[df.mla_dtype == "bfloat16"], ["kv_cache_dtype", "batch_size", "step",
-                                                   "num_heads"])
-    out = []
-    for kv in ("bf16", "fp8"):
-        d = df[df.kv_cache_dtype == ops.DB_DTYPE.get(kv, kv)]
-        if len(d) < 30:
-            continue
-        cols = {"batch": d.batch_size.to_numpy(float), "context": d.step.to_numpy(float) + 1,
-                "heads": d.num_heads.to_numpy(float)}
-        out.append(Observations("mla_decode", kv, cols, d.latency.to_numpy() * 1e-3,
-                                _group(d.num_heads, d.batch_size)))
-    return out
+    return _mla_rows(df, "mla_decode", "step", "context", 1.0)
 
 
 def allreduce_rows(df: pd.DataFrame) -> list[Observations]:

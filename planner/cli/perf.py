@@ -30,8 +30,8 @@ from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from perfmodel.kernels.library import kernels_for
 from perfmodel.parallel import ParallelConfig, enumerate_configs, validate_config
 from perfmodel.prefill import prefill_components
+from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
-from planner.report.files import write_text_atomic
 
 MODES = ("disagg", "agg")
 

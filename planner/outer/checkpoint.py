@@ -18,33 +18,14 @@ the previous checkpoint intact.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
 
 FORMAT = "hetero-planner/outer-checkpoint"
 VERSION = 1
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def normalise(obj: Any) -> Any:
@@ -55,7 +36,7 @@ def normalise(obj: Any) -> Any:
 def save_checkpoint(path: Path, *, fingerprint: dict, tracker: dict, state: dict) -> None:
     doc = {"format": FORMAT, "version": VERSION, "fingerprint": normalise(fingerprint),
            "tracker": tracker, "state": state}
-    atomic_write_text(path, json.dumps(doc))
+    write_text_atomic(path, json.dumps(doc))
 
 
 def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.outer.checkpoint import atomic_write_bytes
+from planner.atomic import write_bytes_atomic
 from planner.outer.protocol import SearchResult
 
 
@@ -103,4 +103,4 @@ def plot_convergence(groups: Mapping[str, Sequence[SearchResult]], path: Path, *
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lstrip(".") or "png", dpi=120)
     plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    write_bytes_atomic(path, buf.getvalue())

@@ -267,9 +267,9 @@ class SearchResult:
         )
 
     def save(self, path: Path) -> None:
-        from planner.outer.checkpoint import atomic_write_text
+        from planner.atomic import write_text_atomic
 
-        atomic_write_text(Path(path), json.dumps(self.to_json(), indent=1))
+        write_text_atomic(Path(path), json.dumps(self.to_json(), indent=1))
 
 
 Progress = Callable[[int, int, float], None]  # (proposals done, proposals planned, best)

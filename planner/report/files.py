@@ -34,25 +34,6 @@ def _write_bytes(path: Path, data: bytes) -> None:
     os.chmod(path, 0o644)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and an
-    atomic rename: a reader sees the old file or the whole new one, and a failure leaves
-    no temporary file behind."""
-    path = Path(path)
-    if path.is_dir():
-        raise PlannerError(f"{path}: is a folder, expected a file path")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _is_empty_dir(path: Path) -> bool:
     return path.is_dir() and not any(path.iterdir())
 

@@ -233,13 +233,13 @@ def to_csv_rows(result: SimResult) -> list[dict[str, Any]]:
 
 def write_csv(result: SimResult, path: str | Path) -> None:
     """:func:`to_csv_rows` as a CSV file, written atomically."""
-    from planner.outer.checkpoint import atomic_write_text
+    from planner.atomic import write_text_atomic
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     w.writeheader()
     w.writerows(to_csv_rows(result))
-    atomic_write_text(Path(path), buf.getvalue())
+    write_text_atomic(Path(path), buf.getvalue())
 
 
 __all__ = ["CSV_FIELDS", "LatencyStats", "SimMetrics", "latency_table", "summarise",

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from planner.outer.checkpoint import atomic_write_bytes
+from planner.atomic import write_bytes_atomic
 from planner.sim.metrics import SimMetrics, _columns
 from planner.sim.protocol import SimResult
 
@@ -30,7 +30,7 @@ def _figure(width: float, height: float) -> Figure:
 
 def save_png(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
     """Write ``fig`` to ``path`` atomically; no timestamp metadata (reproducible bytes)."""
-    atomic_write_bytes(Path(path), png_bytes(fig, dpi))
+    write_bytes_atomic(Path(path), png_bytes(fig, dpi))
     return Path(path)
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
 from planner.workload.model import Workload
 from planner.workload.schema import workload_from_dict
@@ -47,32 +46,6 @@ def dump_yaml(data: Any) -> str:
     """Block-style mappings, flow-style lists of numbers: compact and diff-friendly."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None,
                      width=100, allow_unicode=True)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory + ``os.replace``: readers never
-    see a half-written file, and a failure leaves any previous file intact."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise PlannerError(f"{path}: cannot write: {err}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        # mkstemp creates 0600; give the file the mode a plain open() would have.
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_workload(path: Path, workload: Workload, *, header: str = "") -> None:

@@ -1,0 +1,50 @@
+"""Writing a file so that nobody ever reads half of it.
+
+Every file the planner writes goes through a temporary file in the same folder and an
+``os.replace``: a reader sees the old file or the whole new one, an interrupted or
+failed write leaves the old file and no temporary behind, and the new file gets the
+permissions a plain ``open()`` would have given it (``mkstemp`` makes them 0600).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from planner.errors import PlannerError
+
+
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (module docstring); a path that is a folder
+    or whose folder cannot be made is a one-line :class:`PlannerError`."""
+    path = Path(path)
+    if path.is_dir():
+        raise PlannerError(f"{path}: is a folder, expected a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise PlannerError(f"{path}: cannot write: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path | str, text: str) -> None:
+    """:func:`write_bytes_atomic` of ``text`` in UTF-8."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+__all__ = ["write_bytes_atomic", "write_text_atomic"]
