@@ -51,7 +51,7 @@ class PlanRequest:
     workload: str = DEFAULT_WORKLOAD
     budget: float | None = None
     target_rps: float | None = None
-    search: str = "divider"
+    search: str = "auto"
     inner: str = "maxrate"
     seed: int = 0
     ranges: int = 32
@@ -59,7 +59,7 @@ class PlanRequest:
     search_options: dict[str, Any] = field(default_factory=dict)
     compare_homogeneous: bool = True
     compare_exact: bool = True
-    exact_time_limit: float = 60.0
+    exact_time_limit: float = 600.0  # a safety net: exact solves stop on a node limit
     engine: str = DEFAULT_ENGINE
     #: Seed 002's own formulation, for reproducing its tables: range rates at the range
     #: midpoints, no KV-transfer limit (planner.evaluate), no SLO.
@@ -159,6 +159,38 @@ class Plan:
         return (self.exact.value - self.value) / self.exact.value
 
 
+#: Island-size tables above which ``--search auto`` prefers BO to the exact MILP
+#: (each table is ~10-40 ms of perf model; the exact search builds them all).
+EXACT_TABLE_LIMIT = 4_000
+
+
+def choose_search(req: PlanRequest, space: SearchSpace, colocated: bool) -> tuple[str, str]:
+    """The outer search ``--search auto`` runs, and why (docs/outer.md, "What BO is for").
+
+    The exact MILP over island counts is the global optimum of the analytic model and,
+    measured on every inventory we ship (benchmarks/bo_vs_exact.py), faster than the BO
+    too; BO is for what a MILP cannot express -- the simulated objective, pipeline inner
+    solvers -- and for size spaces too large to tabulate."""
+    if req.search != "auto":
+        return req.search, "as asked (--search)"
+    if req.inner in PIPELINE_SOLVERS:
+        return "divider", (f"--inner {req.inner} has no per-island tables for the exact "
+                           "MILP: divider BO")
+    if req.objective == "simulated":
+        return "divider", ("the simulated objective is no MILP: divider BO, warm-started "
+                           "from the exact LP relaxation and polished locally")
+    from planner.outer.exact import candidate_sizes
+
+    tables = sum(len(v) for v in candidate_sizes(space).values())
+    if tables > EXACT_TABLE_LIMIT:
+        return "divider", (f"{tables:,} island sizes are too many to tabulate for the "
+                           "exact MILP: divider BO with LP warm start")
+    why = f"exact MILP over {tables:,} island sizes: the optimum of the model"
+    if colocated:
+        why += ", then polished with colocated islands (which the MILP does not model)"
+    return "exact", why
+
+
 def make_search(name: str, **options: Any):
     """An outer search by its CLI name; "exact" is the MILP of planner.outer.exact."""
     if name == "exact":
@@ -256,8 +288,19 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
 
 
 def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
-    """Why no plan exists, and what would make one: the cheapest island that serves the
-    model for both phases, per type."""
+    """Why no plan exists, and what would make one.  For a target rate above what the
+    inventory (within the budget) can serve at all: that figure, from the exact MILP.
+    Otherwise the cheapest island that serves the model for both phases, per type."""
+    where = f" within ${req.budget:,.2f}/h" if req.budget else ""
+    if req.target_rps:
+        best = ExactSearch().solve(SearchSpace.from_inventory(req.inventory,
+                                                              budget=req.budget), ev)
+        if best.layout and best.value < req.target_rps:
+            return (f"--target-rps {req.target_rps:g} is more than the whole inventory can "
+                    f"serve{where}: at most {best.value:,.1f} requests/s of {req.workload} "
+                    f"with {req.model} (the exact optimum of the model, {best.status}, "
+                    f"with {best.cost_per_hour:,.2f} $/h of GPUs); lower the target or add "
+                    "GPUs")
     hints = []
     for e in req.inventory.entries:
         sizes = [_smallest_serving(ev, e.name, e.min_island, e.count, phase)
@@ -271,7 +314,6 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
             t = ev.island(e.name, max(1, e.count))
             hints.append(f"{e.name}: even all {e.count} GPUs cannot serve it "
                          f"({t.decode.reason or t.prefill.reason})")
-    where = f" within ${req.budget:,.2f}/h" if req.budget else ""
     target = f" at {req.target_rps:g} requests/s" if req.target_rps else ""
     return (f"no plan serves {req.workload} with {req.model}{target}{where}: "
             + "; ".join(hints))
@@ -365,8 +407,10 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     ctx = _context(req)
+    space = req.space()
+    search_name, why = choose_search(req, space, ctx.colocated)
     if req.inner in PIPELINE_SOLVERS:
-        if req.search == "exact":
+        if search_name == "exact":
             raise PlannerError(f"--inner {req.inner} cannot be used with --search exact: the "
                                "exact search needs per-island prefill/decode tables, which "
                                "pipeline solvers do not have; use a BO search")
@@ -377,25 +421,38 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     ev = LayoutEvaluator(ctx, solver,
                          objective="thesis" if req.inner == "thesis" else "sustained",
                          range_rate="midpoint" if req.thesis else "mix")
-    space = req.space()
     objective = ev
     if req.objective == "simulated":
-        if req.search == "exact" or req.inner in PIPELINE_SOLVERS:
+        if search_name == "exact" or req.inner in PIPELINE_SOLVERS:
             raise PlannerError("--objective simulated needs a BO or random search and the "
                                "maxrate or thesis inner solver")
         from planner.sim.objective import SimulatedObjective
 
         objective = SimulatedObjective(
-            lambda lay: layout_plan_dict(req, ctx, ev, solver, lay), seed=req.seed)
+            lambda lay: layout_plan_dict(req, ctx, ev, solver, lay), seed=req.seed,
+            analytic=ev)
     elif req.objective != "analytic":
         raise PlannerError(f"--objective must be analytic or simulated, got {req.objective!r}")
     seconds["setup"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    search = make_search(req.search, **req.search_options)
+    options = dict(req.search_options)
+    if req.search == "auto":  # BO options given for the case BO runs
+        import inspect
+
+        cls = ExactSearch if search_name == "exact" else None
+        if cls is not None:
+            known = set(inspect.signature(cls.__init__).parameters)
+            options = {k: v for k, v in options.items() if k in known}
+    if search_name == "exact":
+        options.setdefault("time_limit", req.exact_time_limit)
+        if ctx.colocated:
+            options.setdefault("polish", 63)
+    search = make_search(search_name, **options)
     found = search.search(space, objective, seed=req.seed, checkpoint=checkpoint,
                           progress=None if progress is None else
                           (lambda d, t, _b: progress("search", d, t)))
+    found.settings["chosen"] = why
     seconds["search"] = time.perf_counter() - t0
     if found.best_layout is None or found.best_score is None or not found.best_score.value > 0:
         raise NoPlanError(explain_no_plan(req, ev))
@@ -435,16 +492,23 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
                                                f"homogeneous {t.name}"))
         seconds["homogeneous"] = time.perf_counter() - t0
     exact = None
-    if req.compare_exact and req.search != "exact":
+    if req.compare_exact and search_name != "exact":
         t0 = time.perf_counter()
         if ctx.colocated and not tag:
             tag = " (layouts searched disaggregated)"
         exact = _exact_baseline(f"exact optimum{tag}", space, base_ev, req.exact_time_limit,
                                 progress, "exact")
         seconds["exact"] = time.perf_counter() - t0
-    elif req.search == "exact":
+    elif search_name == "exact":
         st = found.settings
-        exact = Baseline("exact optimum", layout, found.best_score.value,
-                         found.best_score.cost_per_hour, st.get("status", ""),
-                         st.get("bound", math.nan), st.get("gap", math.nan))
+        if "milp_layout" in st:  # polished: the baseline is the MILP's own layout
+            exact = Baseline("exact optimum (disaggregated MILP)",
+                             canonical_layout(tuple(x) for x in st["milp_layout"]),
+                             float(st["milp_value"]), float(st["milp_cost"]),
+                             st.get("status", ""), st.get("bound", math.nan),
+                             st.get("gap", math.nan))
+        else:
+            exact = Baseline("exact optimum", layout, found.best_score.value,
+                             found.best_score.cost_per_hour, st.get("status", ""),
+                             st.get("bound", math.nan), st.get("gap", math.nan))
     return Plan(req, layout, result, evaluation, found, homogeneous, exact, ctx, seconds, op)

@@ -85,12 +85,16 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
             best_h = {"label": b.label, "requests_per_s": b.value,
                       "cost_per_hour": b.cost_per_hour, "ratio": rps_model / b.value}
     exact_d = None
-    bo_gap = None
+    bo_gap = cost_gap = None
     if exact is not None:
-        exact_d = {"requests_per_s": exact.value, "bound": _num(exact.bound),
-                   "gap": _num(exact.gap), "status": exact.status}
+        exact_d = {"requests_per_s": exact.value, "cost_per_hour": exact.cost_per_hour,
+                   "bound": _num(exact.bound), "gap": _num(exact.gap),
+                   "status": exact.status}
         if exact.value > 0:
             bo_gap = (exact.value - rps_model) / exact.value
+        if request.get("target_rps") is not None and exact.cost_per_hour > 0:
+            # target mode: the search minimised $/h at the rate; compare costs
+            cost_gap = (cost - exact.cost_per_hour) / exact.cost_per_hour
     S = len(evaluation.pmf)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -115,6 +119,7 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
             "best_homogeneous": best_h,
             "exact": exact_d,
             "bo_gap": bo_gap,
+            **({"cost_gap": cost_gap} if cost_gap is not None else {}),
             **_latency(operating),
         },
         "islands": [_island(a, None if operating is None else operating.islands[i],

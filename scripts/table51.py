@@ -62,7 +62,8 @@ def run_trial(args: tuple) -> dict:
     req, ev = _evaluator(inventory, workload, ranges, "maxrate")
     t0 = time.perf_counter()
     found = DividerBO(iterations=iterations, batch_size=batch, min_island=2,
-                      skew_range=5.0).search(req.space(), ev, seed=seed)
+                      skew_range=5.0, warm_start=False,
+                      polish=0).search(req.space(), ev, seed=seed)
     wall = time.perf_counter() - t0
     _, thesis_ev = _evaluator(inventory, workload, ranges, "thesis")
     thesis = thesis_ev.solve(found.best_layout)

@@ -57,7 +57,7 @@ def test_registry_names():
 def budget_run():
     obj = SyntheticObjective(BUDGET)
     calls = []
-    search = DividerBO(iterations=2, batch_size=6, sobol_trials=6)
+    search = DividerBO(iterations=2, batch_size=6, sobol_trials=6, polish=0)
     res = search.search(BUDGET, obj, seed=5, progress=lambda d, n, b: calls.append((d, n, b)))
     return search, obj, res, calls
 
@@ -97,7 +97,7 @@ def test_same_seed_same_result(budget_run):
 def test_bo_improves_on_its_sobol_start():
     improved, bo_means, random_means = 0, [], []
     for seed in range(4):
-        res = DividerBO(iterations=2, batch_size=8, sobol_trials=8).search(
+        res = DividerBO(iterations=2, batch_size=8, sobol_trials=8, polish=0).search(
             SMALL, SyntheticObjective(SMALL), seed=seed)
         sobol_best = max(h.value for h in res.history if h.phase == "sobol")
         improved += res.best_score.value > sobol_best + 1e-9
@@ -152,7 +152,7 @@ def test_saasbo_surrogate_is_configured():
 
 def test_target_mode_minimises_cost_subject_to_rate():
     space = default_space(None, target_rps=40.0)
-    res = DividerBO(iterations=2, batch_size=6, sobol_trials=6).search(
+    res = DividerBO(iterations=2, batch_size=6, sobol_trials=6, polish=0).search(
         space, SyntheticObjective(space), seed=1)
     qualifying = [h for h in res.history if h.feasible and h.value >= 40.0]
     assert qualifying, "no layout met the target"
@@ -169,7 +169,7 @@ def test_nothing_qualifies_gives_no_best_and_search_is_quiet(capfd, caplog):
     caplog.set_level(logging.DEBUG)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # Ax 1.3.1 + pandas emit several unless silenced
-        res = DividerBO(iterations=1, batch_size=3, sobol_trials=3).search(
+        res = DividerBO(iterations=1, batch_size=3, sobol_trials=3, polish=0).search(
             BUDGET, lambda lay: Score(0.0, BUDGET.cost(lay), False), seed=0)
     assert res.best_layout is None and res.best_score is None
     assert res.best_so_far() == [0.0] * 6
@@ -190,7 +190,7 @@ def test_failed_generation_falls_back_to_random_batch(monkeypatch):
         return real(self, q, batch)
 
     monkeypatch.setattr(AxDriver, "next_batch", flaky)
-    res = DividerBO(iterations=2, batch_size=3, sobol_trials=3).search(
+    res = DividerBO(iterations=2, batch_size=3, sobol_trials=3, polish=0).search(
         BUDGET, SyntheticObjective(BUDGET), seed=0)
     assert failures == [0]
     assert [h.phase for h in res.history] == ["sobol"] * 3 + ["fallback"] * 3 + ["bo"] * 3
@@ -218,7 +218,7 @@ def test_result_json_round_trip(budget_run, tmp_path):
 
 
 def test_interrupted_bo_resumes_without_re_evaluating(tmp_path):
-    search = DividerBO(iterations=3, batch_size=4, sobol_trials=4)
+    search = DividerBO(iterations=3, batch_size=4, sobol_trials=4, polish=0)
     reference = search.search(BUDGET, SyntheticObjective(BUDGET), seed=2)
     path = tmp_path / "ckpt.json"
     first = Interrupting(BUDGET, limit=7)  # dies inside the first BO batch

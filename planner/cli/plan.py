@@ -24,7 +24,7 @@ from planner.defaults import DEFAULT_SLO
 from planner.errors import PlannerError
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
-SEARCHES = ("divider", "direct", "random", "exact")
+SEARCHES = ("auto", "divider", "direct", "random", "exact")
 
 
 def _default_out(inventory: Path, workload: str) -> Path:
@@ -52,7 +52,9 @@ def plan(
                                      "requests/s at the lowest $/hour."),
     model: str = typer.Option("deepseek-v3", help="Built-in model or config.json path."),
     workload: str = typer.Option("azure-conv-2023", help="Built-in workload or YAML path."),
-    search: str = typer.Option("divider", help=f"Outer search: {', '.join(SEARCHES)}."),
+    search: str = typer.Option("auto", help=f"Outer search: {', '.join(SEARCHES)} (auto: "
+                               "the exact MILP for the analytic objective, BO where a MILP "
+                               "cannot go; the report says which and why; docs/outer.md)."),
     inner: str = typer.Option("maxrate", help="Inner solver (see `planner plan --help`): "
                               "maxrate (weight-free, default) or thesis (§4.8.1 MILP)."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
@@ -104,7 +106,7 @@ def plan(
         raise PlannerError("--resume needs the --out folder of the interrupted run")
     inv = load_inventory(inventory)
     options = {k: v for k, v in (("iterations", iterations), ("batch_size", batch_size))
-               if v is not None and search in ("divider", "direct")}
+               if v is not None and search in ("divider", "direct", "auto")}
     req = PlanRequest(inv, model=model, workload=workload, budget=budget,
                       target_rps=target_rps, search=search, inner=inner, seed=seed,
                       ranges=ranges, slo=SLO() if no_slo else SLO(ttft_ms, tpot_ms),

@@ -47,10 +47,16 @@ def solve_model(
     time_limit: float | None = None,
     mip_rel_gap: float | None = None,
     start: np.ndarray | None = None,
+    node_limit: int | None = None,
 ) -> SolveOutcome:
-    """Maximise ``model`` with ``backend``; ``start`` is an optional feasible start point."""
+    """Maximise ``model`` with ``backend``; ``start`` is an optional feasible start point.
+
+    ``node_limit`` (HiGHS only) bounds the branch-and-bound work deterministically: with
+    one thread the same model stops at the same node on any machine, at any load, and
+    reports ``"work_limit"`` with its proven gap -- unlike ``time_limit``, whose outcome
+    depends on how busy the machine is (keep one only as a safety net)."""
     if backend == "highs":
-        return _solve_highspy(model, time_limit, mip_rel_gap, start)
+        return _solve_highspy(model, time_limit, mip_rel_gap, start, node_limit)
     if backend == "bnb":
         from planner.inner.bnb import solve_bnb
 
@@ -69,6 +75,7 @@ def _solve_highspy(
     time_limit: float | None,
     mip_rel_gap: float | None,
     start: np.ndarray | None,
+    node_limit: int | None = None,
 ) -> SolveOutcome:
     import highspy
 
@@ -82,6 +89,8 @@ def _solve_highspy(
         h.setOptionValue("time_limit", float(time_limit))
     if mip_rel_gap is not None:
         h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
+    if node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(node_limit))
     # highspy rejects an empty integrality vector, so an LP passes all zeros.
     integrality = model.integer.astype(np.int32)
     passed = h.passModel(
@@ -120,8 +129,10 @@ def _solve_highspy(
         status = "optimal"
     elif ms in (S.kInfeasible, S.kUnboundedOrInfeasible):
         return SolveOutcome("infeasible", None, math.nan, seconds, h.modelStatusToString(ms))
-    elif ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit):
+    elif ms in (S.kTimeLimit, S.kInterrupt):
         status = "time_limit" if has_point else "no_solution"
+    elif ms in (S.kIterationLimit, S.kSolutionLimit):
+        status = "work_limit" if has_point else "no_solution"
     else:
         return SolveOutcome("error", None, math.nan, seconds, h.modelStatusToString(ms))
     if status == "no_solution":

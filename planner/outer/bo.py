@@ -18,6 +18,18 @@ Both run the same loop (§4.9.1 "Implementation"):
    meeting it), which keeps cost and throughput as separate, smooth models instead of
    one penalised objective with a cliff at the target.
 
+Two additions to the thesis's loop, on by default and off for its reproduction
+(``warm_start=False, polish=0``):
+
+* **LP warm start**: when the objective can give per-island range tables (the analytic
+  :class:`planner.evaluate.LayoutEvaluator`, or the simulated objective's analytic
+  evaluator), the exact MILP's LP relaxation (:mod:`planner.outer.exact`) with its
+  island counts rounded down is evaluated too -- a near-optimal incumbent for
+  milliseconds of LP;
+* **polish**: the last ``polish`` evaluations refine the best layout found by local
+  moves (:mod:`planner.outer.polish`) that the divider's two parameters per type cannot
+  express.
+
 Every batch ends with a checkpoint (Ax's JSON snapshot plus the history) when a path
 is given; an interruption (Ctrl-C included) saves what has been evaluated and
 re-raises; a later call with the same path resumes — trials already evaluated are not
@@ -53,7 +65,8 @@ class _BayesianSearch:
                  min_island: int | None, surrogate: str, num_restarts: int,
                  raw_samples: int, maxiter: int, mc_samples: int, sequential: bool,
                  saas_warmup: int, saas_samples: int, saas_thinning: int,
-                 torch_threads: int | None) -> None:
+                 torch_threads: int | None, warm_start: bool = True,
+                 polish: int = 0) -> None:
         if iterations < 0:
             raise PlannerError(f"{self.name}: iterations must be >= 0")
         if batch_size < 1:
@@ -66,6 +79,10 @@ class _BayesianSearch:
         if surrogate == "saasbo" and importlib.util.find_spec("numpyro") is None:
             raise PlannerError(f"{self.name}: surrogate 'saasbo' needs numpyro (and jax), "
                                "which BoTorch uses to fit it: pip install numpyro")
+        if polish < 0:
+            raise PlannerError(f"{self.name}: polish must be >= 0")
+        self.warm_start = bool(warm_start)
+        self.polish = int(polish)
         self.iterations = int(iterations)
         self.batch_size = int(batch_size)
         self.sobol_trials = int(sobol_trials) if sobol_trials is not None else self.batch_size
@@ -86,7 +103,8 @@ class _BayesianSearch:
             for k in ("saas_warmup", "saas_samples", "saas_thinning"):
                 del bo[k]
         return {"iterations": self.iterations, "batch_size": self.batch_size,
-                "sobol_trials": self.sobol_trials, "min_island": self.min_island, **bo}
+                "sobol_trials": self.sobol_trials, "min_island": self.min_island,
+                "warm_start": self.warm_start, "polish": self.polish, **bo}
 
     # ------------------------------------------------------------ the loop
     def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
@@ -97,7 +115,7 @@ class _BayesianSearch:
         settings = {**self.settings(), **enc.settings()}
         fingerprint = {"search": self.name, "settings": settings, "space": space.to_dict(),
                        "seed": int(seed)}
-        planned = self.sobol_trials + self.iterations * self.batch_size
+        planned = self.sobol_trials + self.iterations * self.batch_size + self.polish
         tracker = Tracker(space, objective, planned=planned, progress=progress)
         doc = load_checkpoint(checkpoint, fingerprint=fingerprint) if checkpoint else None
         if doc is not None:
@@ -166,7 +184,33 @@ class _BayesianSearch:
                 with contextlib.suppress(Exception):  # keep the original error
                     save()
                 raise
+        # The warm start is evaluated after the BO batches, not before, so that history
+        # index and Ax trial index stay one (what a resumed checkpoint relies on); the
+        # surrogate does not see it either way (it is not a point of the encoding).
+        warm = _warm_layout(space, objective) if self.warm_start else ()
+        if warm:
+            tracker.evaluate(warm, "warm")
+        if self.polish:
+            from planner.outer.polish import polish
+
+            start = tracker.best_layout or warm
+            if start:
+                polish(tracker, start, space, self.polish)
         return tracker.result(self.name, settings)
+
+
+def _warm_layout(space: SearchSpace, objective: LayoutObjective):
+    """The LP relaxation's rounded layout (module docstring), or () when the objective
+    has no range tables to build it from."""
+    ev = getattr(objective, "analytic", objective)
+    if not hasattr(ev, "range_tables") or not hasattr(ev, "context"):
+        return ()
+    from planner.outer.exact import ExactSearch
+
+    try:
+        return ExactSearch().relaxed_layout(space, ev)
+    except PlannerError:
+        return ()
 
 
 class DividerBO(_BayesianSearch):
@@ -174,18 +218,22 @@ class DividerBO(_BayesianSearch):
 
     name = "divider"
 
-    def __init__(self, iterations: int = 15, batch_size: int = 16,
+    def __init__(self, iterations: int = 10, batch_size: int = 16,
                  sobol_trials: int | None = None, skew_range: float = 5.0,
                  min_island: int | None = 2, max_islands_per_type: int | None = None, *,
                  num_restarts: int = 4, raw_samples: int = 128, maxiter: int = 50,
                  mc_samples: int = 64, sequential: bool = False,
-                 torch_threads: int | None = 1) -> None:
+                 torch_threads: int | None = 1, warm_start: bool = True,
+                 polish: int = 63) -> None:
+        """Defaults: 16 Sobol + 10 x 16 BO + 1 warm start + 63 polish = 240
+        evaluations; the thesis's setting is ``iterations=15, warm_start=False,
+        polish=0``."""
         super().__init__(iterations=iterations, batch_size=batch_size,
                          sobol_trials=sobol_trials, min_island=min_island, surrogate="gp",
                          num_restarts=num_restarts, raw_samples=raw_samples,
                          maxiter=maxiter, mc_samples=mc_samples, sequential=sequential,
                          saas_warmup=0, saas_samples=0, saas_thinning=1,
-                         torch_threads=torch_threads)
+                         torch_threads=torch_threads, warm_start=warm_start, polish=polish)
         self.skew_range = skew_range
         self.max_islands_per_type = max_islands_per_type
 

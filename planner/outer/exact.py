@@ -69,9 +69,30 @@ class ExactResult:
     counts: dict[tuple[str, int, str], int] = field(default_factory=dict)
 
 
+#: Above this many GPUs of a type, candidate island sizes thin out geometrically.
+LATTICE_FROM = 256
+
+
+def size_lattice(lo: int, hi: int) -> list[int]:
+    """Island sizes lo..hi: every size up to 32, then eight per octave (36, 40, ... 64,
+    72, ..., 128, 144, ...).  At 4,096 GPUs of a type that is 88 sizes instead of 4,096
+    perf-model tables; any count of GPUs is still reachable as a sum of sizes, and the
+    throughput of an island grows near-linearly with its size, so a missing size costs
+    a fraction of a per cent (the lattice's spacing relative to the size, 1/8 at most,
+    shared over the islands of a plan)."""
+    out = []
+    g = max(1, lo)
+    while g <= hi:
+        out.append(g)
+        step = 1 if g < 32 else 2 ** (int(np.log2(g)) - 3)
+        g = g + step
+    return out
+
+
 def candidate_sizes(space: SearchSpace, max_island: int | None = None) -> dict[str, list[int]]:
     """Island sizes of each type the search may use: min_island .. available (and what
-    the budget allows), and at most ``max_island`` GPUs when given.
+    the budget allows), and at most ``max_island`` GPUs when given; a geometric lattice
+    (:func:`size_lattice`) for types with more than ``LATTICE_FROM`` GPUs.
 
     The cap matters when availability is large (e.g. market availability of
     budget / price GPUs in ``planner whatif``): without it every size up to thousands of
@@ -84,7 +105,9 @@ def candidate_sizes(space: SearchSpace, max_island: int | None = None) -> dict[s
             top = min(top, int(math.floor(space.budget / t.price_per_hour + 1e-9)))
         if max_island is not None:
             top = min(top, int(max_island))
-        out[t.name] = list(range(max(1, t.min_island), top + 1))
+        lo = max(1, t.min_island)
+        out[t.name] = (size_lattice(lo, top) if t.available > LATTICE_FROM
+                       else list(range(lo, top + 1)))
     return out
 
 
@@ -120,10 +143,13 @@ def prune(tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
 
 
 def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
-                prob: np.ndarray, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-4,
-                prune_tol: float = 0.0, max_island: int | None = None) -> ExactResult:
+                prob: np.ndarray, *, time_limit: float = 600.0, mip_rel_gap: float = 1e-4,
+                prune_tol: float = 0.0, max_island: int | None = None,
+                node_limit: int | None = None, relax: bool = False) -> ExactResult:
     """Solve the MILP above.  ``tables[(type, size)] = (bP, bD)`` over the ranges;
-    ``max_island`` caps island sizes (see :func:`candidate_sizes`)."""
+    ``max_island`` caps island sizes (see :func:`candidate_sizes`).  ``relax`` solves the
+    LP relaxation and rounds every island count down: a layout near the optimum in
+    milliseconds (the BO's warm start), reported with status ``"relaxed"``."""
     t0 = time.perf_counter()
     sizes = candidate_sizes(space, max_island)
     cands, dropped = prune(tables, sizes, tol=prune_tol if prune_tol > 0 else 1e-9)
@@ -144,7 +170,7 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
     # Maximise T, or (target mode) maximise -cost with T fixed at the target.
     t_col = b.add_cols("T", 1, cost=0.0 if target else 1.0,
                        lower=target or 0.0, upper=target if target else math.inf)
-    n_cols = b.add_cols("n", n_c, cost=-cost if target else 0.0, integer=True,
+    n_cols = b.add_cols("n", n_c, cost=-cost if target else 0.0, integer=not relax,
                         upper=np.array([avail[c.gpu] // c.size for c in cands], float))
     y_cols = b.add_cols("y", n_c * n_j).reshape(n_c, n_j)
     # capacity: sum_j y[c, j] - n[c] <= 0
@@ -168,14 +194,16 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
     if space.budget is not None:
         b.add_rows(1, np.zeros(n_c), n_cols, cost, upper=space.budget)
     model = b.build()
-    out = solve_model(model, "highs", time_limit=time_limit, mip_rel_gap=mip_rel_gap)
+    out = solve_model(model, "highs", time_limit=time_limit, mip_rel_gap=mip_rel_gap,
+                      node_limit=node_limit)
     seconds = time.perf_counter() - t0
     if out.x is None:
         why = ("no layout within the inventory and budget serves the target rate"
                if target else "no layout within the inventory and budget serves the workload")
         return ExactResult(out.status, (), (), 0.0, 0.0, math.inf, 0.0, seconds, n_c, dropped,
                            f"{why} ({out.message})")
-    counts_vec = np.rint(model.block(out.x, "n")).astype(int)
+    n_val = model.block(out.x, "n")
+    counts_vec = (np.floor(n_val + 1e-6) if relax else np.rint(n_val)).astype(int)
     layout, roles, counts = [], [], {}
     for c, k in zip(cands, counts_vec, strict=True):
         if k > 0:
@@ -194,9 +222,9 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
         gap = (bound - objective) / objective if objective > 0 else math.inf
     if math.isinf(gap):
         bound = math.nan
-    return ExactResult(out.status, tuple(layout[i] for i in order), tuple(roles[i] for i in order),
-                       value, bound, gap, total_cost, seconds, n_c, dropped, out.message,
-                       counts)
+    return ExactResult("relaxed" if relax else out.status, tuple(layout[i] for i in order),
+                       tuple(roles[i] for i in order), value, bound, gap, total_cost, seconds,
+                       n_c, dropped, out.message, counts)
 
 
 class ExactSearch:
@@ -209,12 +237,20 @@ class ExactSearch:
 
     name = "exact"
 
-    def __init__(self, time_limit: float = 60.0, mip_rel_gap: float = 1e-4,
-                 prune_tol: float = 0.005, max_island: int | None = None) -> None:
+    def __init__(self, time_limit: float = 600.0, mip_rel_gap: float = 1e-4,
+                 prune_tol: float = 0.005, max_island: int | None = None,
+                 node_limit: int | None = 20_000, polish: int = 0) -> None:
         """``prune_tol``: near-dominated island sizes (within this fraction in every
         range) are pruned too, which speeds HiGHS up several-fold on 3-type inventories;
         the reported bound is widened by 1 / (1 - prune_tol) so it stays proven.
-        ``max_island``: largest island size considered (None: up to availability)."""
+        ``max_island``: largest island size considered (None: up to availability).
+        ``node_limit``: branch-and-bound nodes before HiGHS stops with its incumbent and
+        proven gap (status ``"work_limit"``): the same answer on any machine at any
+        load; ``time_limit`` is only a safety net.  ``polish``: evaluations of local
+        refinement (:mod:`planner.outer.polish`) from the MILP's layout, scored by the
+        full objective -- for what the MILP leaves out (colocated islands)."""
+        self.node_limit = node_limit
+        self.polish = int(polish)
         self.time_limit = time_limit
         self.mip_rel_gap = mip_rel_gap
         self.prune_tol = prune_tol
@@ -233,8 +269,20 @@ class ExactSearch:
                     progress(done, total, 0.0)
         self.last = solve_exact(space, tables, np.asarray(evaluator.context.ranges.prob),
                                 time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap,
-                                prune_tol=self.prune_tol, max_island=self.max_island)
+                                prune_tol=self.prune_tol, max_island=self.max_island,
+                                node_limit=self.node_limit)
         return self.last
+
+    def relaxed_layout(self, space: SearchSpace, evaluator) -> Layout:
+        """The LP relaxation's island counts rounded down (a warm start for a search);
+        empty if the relaxation has no solution."""
+        sizes = candidate_sizes(space, self.max_island)
+        tables = {(g, n): evaluator.range_tables(g, n) for g, opts in sizes.items()
+                  for n in opts}
+        res = solve_exact(space, tables, np.asarray(evaluator.context.ranges.prob),
+                          time_limit=self.time_limit, prune_tol=self.prune_tol,
+                          max_island=self.max_island, relax=True)
+        return res.layout
 
     def search(self, space: SearchSpace, objective, *, seed: int = 0, progress=None,
                checkpoint=None):
@@ -244,11 +292,25 @@ class ExactSearch:
         res = self.solve(space, objective, progress)
         settings = {"status": res.status, "bound": res.bound, "gap": res.gap,
                     "candidates": res.candidates, "pruned": res.pruned,
-                    "time_limit": self.time_limit, "prune_tol": self.prune_tol,
+                    "time_limit": self.time_limit, "node_limit": self.node_limit,
+                    "prune_tol": self.prune_tol,
                     "message": res.message}
         if not res.layout:
             return SearchResult(self.name, None, None, [], settings, 0, 0,
                                 time.perf_counter() - t0)
+        if self.polish:
+            from planner.outer.polish import polish
+            from planner.outer.tracking import Tracker
+
+            tracker = Tracker(space, objective, planned=self.polish + 1)
+            first = tracker.evaluate(res.layout, "exact")
+            settings["milp_layout"] = [list(i) for i in res.layout]
+            settings["milp_value"] = first.value
+            settings["milp_cost"] = first.cost_per_hour
+            polish(tracker, res.layout, space, self.polish)
+            out = tracker.result(self.name, settings)
+            out.wall_time = time.perf_counter() - t0
+            return out
         score = objective(res.layout)
         wall = time.perf_counter() - t0
         point = HistoryPoint(0, wall, res.layout, score.value, score.cost_per_hour,

@@ -191,17 +191,7 @@ def headline(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
                     f"requests/s for {money(best.get('cost_per_hour'))})"))
     else:
         out.append(("vs. one GPU type", "not computed (one GPU type, or comparison off)"))
-    exact = s.get("exact")
-    gap = num(s.get("bo_gap"))
-    if exact:
-        status = exact.get("status") or DASH
-        out.append(("Search quality",
-                    f"exact optimum {fmt(exact.get('requests_per_s'))} requests/s "
-                    f"({status}); this plan is {pct(gap, 2)} below it"
-                    if math.isfinite(gap) else
-                    f"exact optimum {fmt(exact.get('requests_per_s'))} requests/s ({status})"))
-    else:
-        out.append(("Search quality", "exact optimum not computed"))
+    out.append(("Search quality", search_quality(plan)))
     out.append(("Performance model", engine_sentence(req)))
     return out
 
@@ -209,6 +199,32 @@ def headline(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
 _BOUND = {"analytic": "the perf model capacity, confirmed",
           "simulated": "corrected from simulation",
           "slo": "lowered until the SLO holds"}
+
+
+def search_quality(plan: Mapping[str, Any]) -> str:
+    """Which search made the plan and how far it is from the exact optimum of the
+    model: in requests/s (throughput mode) or in $/h (target mode)."""
+    s = plan["summary"]
+    se = plan.get("search") or {}
+    exact = s.get("exact")
+    chosen = (se.get("settings") or {}).get("chosen")
+    head = f"{se.get('name', DASH)} search" + (f" ({chosen})" if chosen else "")
+    if not exact:
+        return head + "; exact optimum not computed"
+    status = exact.get("status") or DASH
+    if se.get("name") == "exact" and not (se.get("settings") or {}).get("milp_layout"):
+        gap = num(exact.get("gap"))
+        proven = f", proven within {pct(gap, 2)}" if math.isfinite(gap) and gap > 0 else ""
+        return f"{head}: this plan is the exact optimum ({status}{proven})"
+    if target_mode(plan) and s.get("cost_gap") is not None:
+        return (f"{head}; exact optimum ${num(exact.get('cost_per_hour')):,.2f}/h "
+                f"({status}); this plan costs {pct(s['cost_gap'], 2)} more")
+    gap = num(s.get("bo_gap"))
+    if math.isfinite(gap):
+        where = "below" if gap >= 0 else "above"
+        return (f"{head}; exact optimum {fmt(exact.get('requests_per_s'))} requests/s "
+                f"({status}); this plan is {pct(abs(gap), 2)} {where} it")
+    return f"{head}; exact optimum {fmt(exact.get('requests_per_s'))} requests/s ({status})"
 
 
 def capacity_check(plan: Mapping[str, Any]) -> str:

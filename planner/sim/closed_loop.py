@@ -280,12 +280,35 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
 def close_plan(plan, *, seed: int = 0, progress: Callable[[str], None] | None = None
                ) -> dict[str, Any]:
     """A solved :class:`planner.plan.Plan` through the closed loop: its plan dict with
-    the headline that holds in simulation (what ``planner plan`` writes)."""
-    from planner.plan import resolve_plan
+    the headline that holds in simulation (what ``planner plan`` writes).
 
-    final, loop = close_loop(plan.to_dict(), lambda f: resolve_plan(plan, f).to_dict(),
-                             seed=seed, progress=progress)
-    return with_loop(dict(final), loop)
+    In target mode the promise is the target: while the simulated headline falls short
+    of it, the plan is made again for a target raised by the shortfall (the cheapest
+    plan whose *simulated* capacity meets the target, at most ``MAX_ROUNDS`` re-plans);
+    the plan's request keeps the user's target and ``closed_loop.planned_for_rps``
+    records what the search was asked for."""
+    from dataclasses import replace
+
+    from planner.plan import make_plan, resolve_plan
+
+    target = plan.request.target_rps
+    asked = target
+    for _ in range(MAX_ROUNDS + 1):
+        final, loop = close_loop(plan.to_dict(), lambda f: resolve_plan(plan, f).to_dict(),
+                                 seed=seed, progress=progress)
+        out = with_loop(dict(final), loop)
+        if target is None or loop.headline_rps >= target * (1 - 1e-9) or \
+                loop.headline_rps <= 0:
+            break
+        asked = asked * (target / loop.headline_rps) * 1.02
+        if progress:
+            progress(f"{loop.headline_rps:,.1f} requests/s hold in simulation, short of "
+                     f"the target {target:g}: planning for {asked:,.1f}")
+        plan = make_plan(replace(plan.request, target_rps=asked))
+    if target is not None:
+        out["request"] = dict(out["request"], target_rps=target)
+        out["summary"]["closed_loop"]["planned_for_rps"] = asked
+    return out
 
 
 def with_loop(plan_dict: dict[str, Any], loop: LoopResult) -> dict[str, Any]:

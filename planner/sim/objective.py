@@ -41,6 +41,7 @@ class SimulatedObjective:
 
     make_plan_dict: Any  # Callable[[Layout], tuple[dict | None, Score]]
     seed: int = 0
+    analytic: Any = None  # the analytic LayoutEvaluator (range tables for warm starts)
     evaluations: int = 0
     _cache: dict[Layout, Score] = field(default_factory=dict, repr=False)
 
