@@ -294,7 +294,8 @@ def close_plan(plan, *, seed: int = 0, progress: Callable[[str], None] | None = 
     target = plan.request.target_rps
     asked = target
     for _ in range(MAX_ROUNDS + 1):
-        final, loop = close_loop(plan.to_dict(), lambda f: resolve_plan(plan, f).to_dict(),
+        final, loop = close_loop(plan.to_dict(),
+                                 lambda f, p=plan: resolve_plan(p, f).to_dict(),
                                  seed=seed, progress=progress)
         out = with_loop(dict(final), loop)
         if target is None or loop.headline_rps >= target * (1 - 1e-9) or \
