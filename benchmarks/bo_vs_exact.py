@@ -39,6 +39,11 @@ from scripts.table51 import CELLS, WORKLOADS, _evaluator  # noqa: E402
 TARGET_INVENTORIES = ["table5.1-a.yaml", "table5.1-b.yaml", "marketplace-2025.yaml"]
 TARGET_SHARES = [0.10, 0.20, 0.30, 0.40, 0.50, 0.60, 0.70, 0.80, 0.90, 0.95]
 START, END = "<!-- bo-vs-exact:start -->", "<!-- bo-vs-exact:end -->"
+#: The thesis-setting MILPs are the hardest we have (midpoint range rates make many
+#: island sizes nearly tie): HiGHS proves some within a minute and needs far more than
+#: its 20,000-node default for others, so the reference gets a fixed wall budget and
+#: its status and proven bound are printed beside it.
+EXACT_SECONDS = 300.0
 
 
 # ---------------------------------------------------------------- workers
@@ -48,9 +53,10 @@ def table51_exact(args: tuple) -> dict:
 
     req, ev = _evaluator(inventory, workload, 32, "maxrate")
     t0 = time.perf_counter()
-    res = ExactSearch().solve(req.space(), ev)
+    res = ExactSearch(time_limit=EXACT_SECONDS).solve(req.space(), ev)
     return {"inventory": inventory, "workload": workload, "value": res.value,
-            "status": res.status, "gap": res.gap, "wall_s": time.perf_counter() - t0}
+            "bound": res.bound, "status": res.status, "gap": res.gap,
+            "wall_s": time.perf_counter() - t0}
 
 
 def table51_bo(args: tuple) -> dict:
@@ -142,8 +148,9 @@ def render(exact: list[dict], bo: list[dict], targets: list[dict], seeds: int) -
             plain_shares = [b["value"] / ex["value"] for b in plain]
             walls = [b["wall_s"] for b in runs]
             lines.append(
-                f"| ({label}) {wl_label} | {ex['value']:.2f} | {ex['status']}, "
-                f"{ex['wall_s']:.1f} s | {', '.join(_pct(s) for s in shares)} | "
+                f"| ({label}) {wl_label} | {ex['value']:.2f} | {ex['status']} (bound "
+                f"{ex['bound']:.1f}), {ex['wall_s']:.0f} s | "
+                f"{', '.join(_pct(s) for s in shares)} | "
                 f"**{_pct(statistics.median(shares))}** | "
                 f"{min(walls):.0f}-{max(walls):.0f} s | "
                 f"{_pct(statistics.median(plain_shares)) if plain_shares else '-'} |")

@@ -3,7 +3,9 @@
 A plan must serve every input length of the workload within the TTFT and TPOT
 ceilings.  Before searching, :func:`check_slo` asks, for each length with demand,
 whether *some* island of the inventory meets both ceilings there (the planner's own
-island tables at the largest island of each type, which is the fastest).  If some
+island tables at every power-of-two size of each type and at its whole count: the
+largest island is not always the fastest -- past a few nodes expert parallelism grows
+with the island and its all-to-all slows a lone prompt down).  If some
 lengths can be served by none, no plan exists; the error names what is achievable --
 per GPU type, the lowest TTFT for the longest prompt (one prompt alone, the fastest
 configuration of the largest island) and the lowest TPOT (one sequence, at the median
@@ -46,6 +48,15 @@ def best_latency_ms(ev: LayoutEvaluator, gpu: str, size: int, prompt: int, conte
             float(np.min(np.asarray(tpot).reshape(len(grid), -1)[fits])) * 1e3)
 
 
+def probe_sizes(count: int) -> list[int]:
+    """Island sizes the SLO check tries for a type with ``count`` GPUs."""
+    sizes, g = {count}, 1
+    while g < count:
+        sizes.add(g)
+        g *= 2
+    return sorted(sizes)
+
+
 def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
     """Why no plan can meet the context's SLO on ``inventory`` (None if some can)."""
     c = ev.context
@@ -59,9 +70,10 @@ def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
     for e in inventory.entries:
         if e.count < 1:
             continue
-        t = ev.island(e.name, e.count)
-        prefill_ok |= np.asarray(t.prefill.rps) > 0
-        decode_ok |= np.asarray(t.decode.rps) > 0
+        for g in probe_sizes(e.count):
+            t = ev.island(e.name, g)
+            prefill_ok |= np.asarray(t.prefill.rps) > 0
+            decode_ok |= np.asarray(t.decode.rps) > 0
     missing = need & ~(prefill_ok & decode_ok)
     if not missing.any():
         return None
@@ -73,8 +85,9 @@ def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
     for e in inventory.entries:
         if e.count < 1:
             continue
-        ttft, tpot = best_latency_ms(ev, e.name, e.count, longest, context)
-        best.append(f"{e.name} (all {e.count}): TTFT {_ms(ttft)} for a {longest:,}-token "
+        ttft, tpot = (min(x) for x in zip(*(best_latency_ms(ev, e.name, g, longest, context)
+                                             for g in probe_sizes(e.count)), strict=True))
+        best.append(f"{e.name} (up to {e.count}): TTFT {_ms(ttft)} for a {longest:,}-token "
                     f"prompt, TPOT {_ms(tpot)}")
     ceilings = ", ".join(f"{name} <= {v:g} ms" for name, v in
                          (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms)) if v is not None)

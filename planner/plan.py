@@ -242,6 +242,28 @@ def _smallest_serving(ev: LayoutEvaluator, name: str, lo: int, hi: int, phase: s
     return None
 
 
+#: Largest island size :func:`footprint_space` tries (a type that serves nothing below
+#: it keeps its minimum island; no model we know needs more GPUs to hold it).
+FOOTPRINT_SEARCH = 128
+
+
+def footprint_space(space: SearchSpace, ev: LayoutEvaluator) -> SearchSpace:
+    """The search space with each type's minimum island raised to the smallest island
+    of it that can serve a phase at all (the model's footprint: weights plus a minimal
+    KV cache, within the SLO): a prior from the perf model for the BO searches, whose
+    divider would otherwise cut leftover GPUs into islands that hold nothing.  The
+    exact MILP needs no prior (it never buys an island it cannot use) and the thesis's
+    reproduction keeps its own I_min."""
+    types = []
+    for t in space.types:
+        hi = min(t.available, FOOTPRINT_SEARCH)
+        fits = [g for g in (_smallest_serving(ev, t.name, t.min_island, hi, phase)
+                            for phase in ("prefill", "decode")) if g is not None]
+        types.append(replace(t, min_island=min(fits)) if fits and min(fits) > t.min_island
+                     else t)
+    return replace(space, types=tuple(types))
+
+
 def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     """Reject up front an SLO no island of the inventory can meet at some input length
     (exit status 1, naming the best achievable TTFT and TPOT per GPU type;
@@ -435,6 +457,8 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
         raise PlannerError(f"--objective must be analytic or simulated, got {req.objective!r}")
     seconds["setup"] = time.perf_counter() - t0
 
+    if search_name != "exact" and not req.thesis:
+        space = footprint_space(space, ev)
     t0 = time.perf_counter()
     options = dict(req.search_options)
     if req.search == "auto":  # BO options given for the case BO runs
@@ -507,7 +531,7 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
                              float(st["milp_value"]), float(st["milp_cost"]),
                              st.get("status", ""), st.get("bound", math.nan),
                              st.get("gap", math.nan))
-        else:
+        elif not ctx.colocated:  # polished from no MILP layout: there is no optimum
             exact = Baseline("exact optimum", layout, found.best_score.value,
                              found.best_score.cost_per_hour, st.get("status", ""),
                              st.get("bound", math.nan), st.get("gap", math.nan))

@@ -113,3 +113,43 @@ def test_pruning_tolerance_keeps_a_proven_bound():
     assert res.value <= truth * (1 + 1e-9)
     assert res.value >= 0.8 * truth
     assert res.bound >= truth * (1 - 1e-9)
+
+
+def test_rare_range_needs_a_whole_island():
+    """A range with tiny demand that only type B can prefill: the MILP must buy a B
+    island, not "serve" it with a fraction of an island that rounds to none (a
+    tolerance artefact the coverage rows exclude)."""
+    prob = np.array([1.0 - 1e-8, 1e-8])
+    tables = {("A", 1): (np.array([10.0, 0.0]), np.array([10.0, 10.0])),
+              ("A", 2): (np.array([20.0, 0.0]), np.array([20.0, 20.0])),
+              ("B", 1): (np.array([1.0, 1.0]), np.array([1.0, 1.0]))}
+    types = (TypeSupply("A", 2, 1.0), TypeSupply("B", 1, 50.0))
+    res = solve_exact(SearchSpace(types, target_rps=5.0), tables, prob)
+    assert res.status == "optimal"
+    assert ("B", 1, "prefill") in res.counts  # the only island able to prefill range 1
+    assert res.cost_per_hour == pytest.approx(52.0)
+
+
+def test_relaxed_layout_restricted_milp_is_feasible_and_near_optimal():
+    from planner.outer.exact import ExactSearch
+
+    class Tables:  # the two methods ExactSearch needs of an evaluator
+        class context:
+            class ranges:
+                prob = PROB
+
+        @staticmethod
+        def range_tables(gpu, size):
+            return synthetic_tables()[(gpu, size)]
+
+    space = SearchSpace((TypeSupply("A", 4, 1.0), TypeSupply("B", 3, 2.0)), budget=8.0)
+    warm = ExactSearch(prune_tol=0.0).relaxed_layout(space, Tables())
+    best = ExactSearch(prune_tol=0.0).solve(space, Tables())
+    assert warm and space.fits(warm)
+    tables = synthetic_tables()
+    prob = InnerProblem(
+        tuple(IslandSpec(t, g) for t, g in warm), PROB, np.array([0, 10, 20]),
+        np.array([10, 20, 30]), np.array([5, 15, 25]),
+        np.array([tables[x][0] for x in warm]), np.array([tables[x][1] for x in warm]))
+    value = MaxRateMILP().solve(prob).R_sustained
+    assert 0.9 * best.value <= value <= best.value * (1 + 1e-6)

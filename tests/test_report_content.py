@@ -57,6 +57,19 @@ def test_headline_without_comparisons_and_in_target_mode():
 def test_layout_label_groups_islands_by_type():
     assert layout_label([["H20", 8], ["H200", 16], ["H20", 32]]) == "H20: 32+8; H200: 16"
     assert layout_label([]) == "—" and layout_label(None, "") == ""
+    assert layout_label([["H20", 2]] * 5 + [["H20", 4]]) == "H20: 4+2x5"
+    assert layout_label("H20:2*5+4;H200:16") == "H20: 4+2x5; H200: 16"
+
+
+def test_history_layout_text_round_trips():
+    from planner.outer.protocol import layout_text, parse_layout_text
+
+    lay = (("H20", 2), ("H20", 2), ("H20", 8), ("H200", 32), ("L40S:x", 1))
+    text = layout_text(lay)
+    assert text == "H20:2*2+8;H200:32;L40S:x:1"
+    assert parse_layout_text(text) == lay
+    with pytest.raises(ValueError):
+        parse_layout_text("H20=2")
 
 
 def test_islands_table_lengths_served(plan):

@@ -82,7 +82,9 @@ def plan(
                                   "ones: auto (dense models), on, off."),
     exact: bool = typer.Option(True, help="Also solve the exact MILP (BO's optimality gap)."),
     homogeneous: bool = typer.Option(True, help="Also find the best single-type plans."),
-    exact_time_limit: float = typer.Option(60.0, help="Seconds for each exact solve."),
+    exact_time_limit: float = typer.Option(600.0, help="Safety net, seconds per exact "
+                                           "solve (they stop on a node limit, the same on "
+                                           "any machine)."),
     resume: bool = typer.Option(False, help="Resume an interrupted search in --out."),
     engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
                                f"and behaviour the perf model uses: {', '.join(ENGINES)} "

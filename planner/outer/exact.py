@@ -11,6 +11,7 @@ the same (type t, size g, role r) are aggregated:
           sum_{t,g} bD[t,g,j] y[t,g,D,j] >= p_j T   for all j   decode serves the mix
           sum_{g,r} g n[t,g,r] <= available_t       for all t   inventory
           sum_t price_t sum_{g,r} g n[t,g,r] <= B               budget (if any)
+          sum_{(t,g): b[t,g,r,j] > 0} n[t,g,r] >= 1     for all r, j   coverage
           n integer >= 0, y >= 0
 
 Aggregation is exact: any split of y[t,g,r,.] over the n identical islands with each
@@ -67,6 +68,8 @@ class ExactResult:
     pruned: int  # columns removed as dominated or unable to serve
     message: str = ""
     counts: dict[tuple[str, int, str], int] = field(default_factory=dict)
+    #: (type, size, role) columns with a non-zero count in the (relaxed) solution
+    support: frozenset[tuple[str, int, str]] = frozenset()
 
 
 #: Above this many GPUs of a type, candidate island sizes thin out geometrically.
@@ -145,14 +148,19 @@ def prune(tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
 def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
                 prob: np.ndarray, *, time_limit: float = 600.0, mip_rel_gap: float = 1e-4,
                 prune_tol: float = 0.0, max_island: int | None = None,
-                node_limit: int | None = None, relax: bool = False) -> ExactResult:
+                node_limit: int | None = None, relax: bool = False,
+                keep: set[tuple[str, int, str]] | None = None) -> ExactResult:
     """Solve the MILP above.  ``tables[(type, size)] = (bP, bD)`` over the ranges;
     ``max_island`` caps island sizes (see :func:`candidate_sizes`).  ``relax`` solves the
-    LP relaxation and rounds every island count down: a layout near the optimum in
-    milliseconds (the BO's warm start), reported with status ``"relaxed"``."""
+    LP relaxation and rounds its island counts (:func:`round_counts`): a layout near the
+    optimum for the price of one LP (the BO's warm start), reported with status
+    ``"relaxed"``.  ``keep`` restricts the columns to those (type, size, role) -- the
+    optimum of that restriction is a feasible layout, not the global optimum."""
     t0 = time.perf_counter()
     sizes = candidate_sizes(space, max_island)
     cands, dropped = prune(tables, sizes, tol=prune_tol if prune_tol > 0 else 1e-9)
+    if keep is not None:
+        cands = [c for c in cands if (c.gpu, c.size, c.role) in keep]
     price = {t.name: t.price_per_hour for t in space.types}
     avail = {t.name: t.available for t in space.types}
     active = np.flatnonzero(prob > 0)
@@ -186,6 +194,21 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
         cols = np.concatenate([y_cols[idx].ravel(), np.full(n_j, t_col[0])])
         vals = np.concatenate([bmat.ravel(), -prob[active]])
         b.add_rows(n_j, rows, cols, vals, lower=0.0)
+    # coverage: sum n[c] over the islands able to serve range j >= 1, per role and
+    # active range.  Implied by the service rows for integer n, but not within HiGHS's
+    # tolerances: a range with tiny demand is otherwise "served" by a y of 1e-5 under an
+    # n that rounds to zero islands, a layout that cannot serve it at all.
+    if not relax:
+        covers = set()
+        for role in ROLES:
+            idx = [k for k, c in enumerate(cands) if c.role == role]
+            for j in active:
+                covers.add(frozenset(k for k in idx if cands[k].rps[j] > 0))
+        covers = sorted(tuple(sorted(cv)) for cv in covers if cv)
+        if covers:
+            rows = np.concatenate([np.full(len(cv), r) for r, cv in enumerate(covers)])
+            cols = np.concatenate([n_cols[list(cv)] for cv in covers])
+            b.add_rows(len(covers), rows, cols, np.ones(len(cols)), lower=1.0)
     # inventory per type
     types = list(sizes)
     rows = np.array([types.index(c.gpu) for c in cands])
@@ -203,7 +226,12 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
         return ExactResult(out.status, (), (), 0.0, 0.0, math.inf, 0.0, seconds, n_c, dropped,
                            f"{why} ({out.message})")
     n_val = model.block(out.x, "n")
-    counts_vec = (np.floor(n_val + 1e-6) if relax else np.rint(n_val)).astype(int)
+    if relax:
+        counts_vec = round_counts(n_val, [c.gpu for c in cands],
+                                  np.array([c.size for c in cands]), cost, avail,
+                                  space.budget)
+    else:
+        counts_vec = np.rint(n_val).astype(int)
     layout, roles, counts = [], [], {}
     for c, k in zip(cands, counts_vec, strict=True):
         if k > 0:
@@ -222,9 +250,39 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
         gap = (bound - objective) / objective if objective > 0 else math.inf
     if math.isinf(gap):
         bound = math.nan
+    support = frozenset((c.gpu, c.size, c.role) for c, x in zip(cands, n_val, strict=True)
+                        if x > 1e-6)
     return ExactResult("relaxed" if relax else out.status, tuple(layout[i] for i in order),
                        tuple(roles[i] for i in order), value, bound, gap, total_cost, seconds,
-                       n_c, dropped, out.message, counts)
+                       n_c, dropped, out.message, counts, support)
+
+
+def round_counts(n: np.ndarray, gpus: list[str], sizes: np.ndarray, cost: np.ndarray,
+                 available: dict[str, int], budget: float | None) -> np.ndarray:
+    """Integer island counts from the LP relaxation's fractional ones ``n``.
+
+    Rounding down alone is useless here: the LP likes to spread a type over many sizes
+    at fractions below one, so the floor is often the empty layout.  So: floor, then
+    round up in order of decreasing fractional part while the type's inventory and the
+    budget allow -- the islands the LP wanted most are bought first."""
+    counts = np.floor(n + 1e-6).astype(int)
+    used = {g: 0 for g in available}
+    for g, size, k in zip(gpus, sizes, counts, strict=True):
+        used[g] += int(size) * int(k)
+    money = float(counts @ cost)
+    frac = n - counts
+    for i in np.argsort(-frac, kind="stable"):
+        if frac[i] <= 1e-6:
+            break
+        g = gpus[i]
+        if used[g] + sizes[i] > available[g]:
+            continue
+        if budget is not None and money + cost[i] > budget * (1 + 1e-9):
+            continue
+        counts[i] += 1
+        used[g] += int(sizes[i])
+        money += float(cost[i])
+    return counts
 
 
 class ExactSearch:
@@ -273,16 +331,34 @@ class ExactSearch:
                                 node_limit=self.node_limit)
         return self.last
 
-    def relaxed_layout(self, space: SearchSpace, evaluator) -> Layout:
-        """The LP relaxation's island counts rounded down (a warm start for a search);
-        empty if the relaxation has no solution."""
+    def relaxed_layout(self, space: SearchSpace, evaluator, *, reach: int = 2,
+                       node_limit: int = 2_000) -> Layout:
+        """A warm start for a search, from the LP relaxation: the MILP restricted to the
+        (type, size, role) columns the LP uses and sizes within ``reach`` of them.
+
+        The restriction has tens of columns instead of hundreds, so HiGHS solves it in
+        about a second where the full MILP's root node alone can take half a minute;
+        its optimum is usually within a percent of the global one (the integer optimum
+        tends to use the sizes the LP likes, or their neighbours, rounded).  Falls back
+        to the rounded LP counts (:func:`round_counts`) if the restriction has no
+        solution; empty if the relaxation has none either."""
         sizes = candidate_sizes(space, self.max_island)
         tables = {(g, n): evaluator.range_tables(g, n) for g, opts in sizes.items()
                   for n in opts}
-        res = solve_exact(space, tables, np.asarray(evaluator.context.ranges.prob),
-                          time_limit=self.time_limit, prune_tol=self.prune_tol,
-                          max_island=self.max_island, relax=True)
-        return res.layout
+        prob = np.asarray(evaluator.context.ranges.prob)
+        lp = solve_exact(space, tables, prob, time_limit=self.time_limit,
+                         prune_tol=self.prune_tol, max_island=self.max_island, relax=True)
+        if not lp.support:
+            return lp.layout
+        # the LP's columns +- reach, and the sizes it likes for every type and role: the
+        # integer optimum often trades a fractional large island for whole smaller ones
+        # of another type
+        keep = {(g, n + d, r) for g, n, r in lp.support for d in range(-reach, reach + 1)}
+        keep |= {(g, n, r) for g in sizes for _, n, _ in lp.support for r in ROLES}
+        res = solve_exact(space, tables, prob, time_limit=self.time_limit,
+                          prune_tol=self.prune_tol, max_island=self.max_island,
+                          node_limit=node_limit, keep=keep)
+        return res.layout or lp.layout
 
     def search(self, space: SearchSpace, objective, *, seed: int = 0, progress=None,
                checkpoint=None):
@@ -295,22 +371,33 @@ class ExactSearch:
                     "time_limit": self.time_limit, "node_limit": self.node_limit,
                     "prune_tol": self.prune_tol,
                     "message": res.message}
-        if not res.layout:
-            return SearchResult(self.name, None, None, [], settings, 0, 0,
-                                time.perf_counter() - t0)
         if self.polish:
             from planner.outer.polish import polish
             from planner.outer.tracking import Tracker
 
             tracker = Tracker(space, objective, planned=self.polish + 1)
-            first = tracker.evaluate(res.layout, "exact")
-            settings["milp_layout"] = [list(i) for i in res.layout]
-            settings["milp_value"] = first.value
-            settings["milp_cost"] = first.cost_per_hour
-            polish(tracker, res.layout, space, self.polish)
+            if res.layout:
+                first = tracker.evaluate(res.layout, "exact")
+                settings["milp_layout"] = [list(i) for i in res.layout]
+                settings["milp_value"] = first.value
+                settings["milp_cost"] = first.cost_per_hour
+                start = res.layout
+            else:
+                # No disaggregated layout exists (e.g. GPUs for one island only); a
+                # colocated one may: start from each type whole, as far as it fits.
+                for t in space.types:
+                    whole = ((t.name, t.available),)
+                    if t.available >= max(1, t.min_island) and space.fits(whole):
+                        tracker.evaluate(whole, "start")
+                start = tracker.best_layout
+            if start:
+                polish(tracker, start, space, self.polish)
             out = tracker.result(self.name, settings)
             out.wall_time = time.perf_counter() - t0
             return out
+        if not res.layout:
+            return SearchResult(self.name, None, None, [], settings, 0, 0,
+                                time.perf_counter() - t0)
         score = objective(res.layout)
         wall = time.perf_counter() - t0
         point = HistoryPoint(0, wall, res.layout, score.value, score.cost_per_hour,

@@ -10,7 +10,8 @@ the walk restarts from it) until no step improves or the evaluation budget is sp
 * **resize**: an island grows or shrinks by 1, 2, 4, ... GPUs (within the type's
   availability, the minimum island size and the budget);
 * **move**: GPUs pass from one island to another of the same type;
-* **split** an island in two halves, or **merge** two islands of one type;
+* **split** an island in two (halves, or a quarter, an eighth, or 1, 2, 4, 8 GPUs
+  split off), or **merge** two islands of one type;
 * **add** an island of a type, at a size already used for it or the minimum,
   or **drop** one.
 
@@ -53,8 +54,10 @@ def neighbours(layout: Layout, space: SearchSpace) -> list[Layout]:
             if g - step >= supply[t].min_island:
                 emit(rest + [(t, g - step)])
             step *= 2
-        if g >= 2 * supply[t].min_island:
-            emit(rest + [(t, g // 2), (t, g - g // 2)])
+        lo = supply[t].min_island
+        for part in sorted({g // 2, g // 4, g // 8, 1, 2, 4, 8}):
+            if lo <= part and g - part >= lo and part <= g - part:
+                emit(rest + [(t, part), (t, g - part)])
         emit(rest)  # drop it
         for j in range(i + 1, len(isl)):
             u, h = isl[j]

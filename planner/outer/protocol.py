@@ -45,6 +45,34 @@ def canonical_layout(islands: Iterable[Island]) -> Layout:
     return tuple(sorted((str(t), int(g)) for t, g in islands if int(g) > 0))
 
 
+def layout_text(layout: Layout) -> str:
+    """A layout as one short string, islands grouped by type and size:
+    ``"H20:2*3+8;H200:32"`` is three 2-GPU and one 8-GPU H20 island and one 32-GPU
+    H200 island.  What a search history stores per proposal: a 4,096-GPU layout of
+    hundreds of islands stays a few dozen characters (:func:`parse_layout_text`
+    inverts it)."""
+    groups: dict[str, dict[int, int]] = {}
+    for t, g in canonical_layout(layout):
+        groups.setdefault(t, {})
+        groups[t][g] = groups[t].get(g, 0) + 1
+    return ";".join(t + ":" + "+".join(f"{g}*{k}" if k > 1 else str(g)
+                                       for g, k in sizes.items())
+                    for t, sizes in groups.items())
+
+
+def parse_layout_text(text: str) -> Layout:
+    """The layout :func:`layout_text` wrote; ``ValueError`` on anything else."""
+    islands: list[Island] = []
+    for part in filter(None, text.split(";")):
+        t, sep, sizes = part.rpartition(":")
+        if not sep or not t:
+            raise ValueError(f"not a layout: {text!r}")
+        for item in sizes.split("+"):
+            g, _, k = item.partition("*")
+            islands.extend([(t, int(g))] * (int(k) if k else 1))
+    return canonical_layout(islands)
+
+
 def layout_counts(layout: Layout) -> dict[str, int]:
     """GPUs of each type the layout uses."""
     out: dict[str, int] = {}
@@ -191,15 +219,17 @@ class HistoryPoint:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["layout"] = [list(i) for i in self.layout]
+        d["layout"] = layout_text(self.layout)
         d["best"] = _finite_or_none(self.best)
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HistoryPoint:
         best = d["best"]
+        lay = d["layout"]
         return cls(index=int(d["index"]), wall_time=float(d["wall_time"]),
-                   layout=canonical_layout((t, g) for t, g in d["layout"]),
+                   layout=parse_layout_text(lay) if isinstance(lay, str)
+                   else canonical_layout((t, g) for t, g in lay),
                    value=float(d["value"]), cost=float(d["cost"]),
                    feasible=bool(d["feasible"]),
                    best=math.inf if best is None else float(best),

@@ -66,14 +66,27 @@ def pct(x: Any, digits: int = 1) -> str:
 
 
 def layout_label(layout: Any, empty: str = DASH) -> str:
-    """``[[type, size], ...]`` as ``H200: 32+32; H20: 32+32`` (islands grouped by type)."""
+    """``[[type, size], ...]`` (or a history's compact text, planner.outer.protocol.
+    layout_text) as ``H200: 32+32; H20: 32+32`` (islands grouped by type; four or more
+    of one size as ``2x400``)."""
     if not layout:
         return empty
+    if isinstance(layout, str):
+        from planner.outer.protocol import parse_layout_text
+
+        try:
+            layout = parse_layout_text(layout)
+        except ValueError:
+            return layout
     sizes: dict[str, list[int]] = {}
     for item in layout:
         t, g = item[0], item[1]
         sizes.setdefault(str(t), []).append(int(g))
-    return "; ".join(f"{t}: " + "+".join(str(g) for g in sorted(gs, reverse=True))
+    def run(g: int, k: int) -> str:  # four or more equal islands as "2x400"
+        return f"{g}x{k}" if k > 3 else "+".join([str(g)] * k)
+
+    return "; ".join(f"{t}: " + "+".join(run(g, gs.count(g)) for g in sorted(set(gs),
+                                                                          reverse=True))
                      for t, gs in sizes.items())
 
 
