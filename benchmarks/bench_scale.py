@@ -55,6 +55,9 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=20_000.0)
     ap.add_argument("--search", default="auto")
     ap.add_argument("--out", type=Path, default=None, help="keep the run folder here")
+    ap.add_argument("--doc", action="store_true",
+                    help="also write the figures into docs/outer.md (between "
+                         "<!-- bench-scale-SEARCH:start/end --> markers)")
     args = ap.parse_args()
     inv = yaml.safe_load((REPO / "inventories" / "eight-types-2026.yaml").read_text())
     for g in inv["gpus"]:
@@ -84,17 +87,29 @@ def main() -> None:
     below = {g: (smallest[g], need[g]) for g in smallest
              if need.get(g) is None or smallest[g] < need[g]}
     search = plan["search"]
-    print(f"{len(inv['gpus'])} types x {args.count:,} GPUs, budget {args.budget:,.0f} $/h: "
-          f"{wall:.0f} s wall (goal <= 300 s)")
-    print(f"search: {search['name']} -- {search['settings'].get('chosen', '')}; "
-          f"status {search['settings'].get('status', '-')}")
-    print(f"plan: {s['requests_per_s']:,.1f} requests/s for {s['cost_per_hour']:,.0f} $/h, "
-          f"{len(plan['islands'])} islands, GPUs {s['gpus_used']}")
-    print("smallest island / footprint per type: " + ", ".join(
-        f"{g} {smallest[g]}/{need.get(g)}" for g in sorted(smallest)))
-    print(f"islands that cannot hold the model: {len(below)} {below or ''}")
-    print(f"plan.json: {size / 1e6:.2f} MB (goal <= 2 MB); timings "
-          + ", ".join(f"{k} {v:.0f} s" for k, v in plan.get("timings_s", {}).items()))
+    lines = [
+        f"{len(inv['gpus'])} types x {args.count:,} GPUs, budget {args.budget:,.0f} $/h, "
+        f"`--search {args.search}`: {wall:.0f} s wall (goal <= 300 s)",
+        f"search: {search['name']} -- {search['settings'].get('chosen', '')}; "
+        f"status {search['settings'].get('status', '-')}",
+        f"plan: {s['requests_per_s']:,.1f} requests/s for {s['cost_per_hour']:,.0f} $/h, "
+        f"{len(plan['islands'])} islands, GPUs {s['gpus_used']}",
+        "smallest island / footprint per type: " + ", ".join(
+            f"{g} {smallest[g]}/{need.get(g)}" for g in sorted(smallest)),
+        f"islands that cannot hold the model: {len(below)} {below or ''}".rstrip(),
+        f"plan.json: {size / 1e6:.2f} MB (goal <= 2 MB); timings "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in plan.get("timings_s", {}).items()),
+    ]
+    print("\n".join(lines))
+    if args.doc:
+        doc = REPO / "docs" / "outer.md"
+        start = f"<!-- bench-scale-{args.search}:start -->"
+        end = f"<!-- bench-scale-{args.search}:end -->"
+        text = doc.read_text()
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        block = "\n".join(f"    {x}" for x in lines)
+        doc.write_text(f"{head}{start}\n{block}\n{end}{tail}")
 
 
 if __name__ == "__main__":
