@@ -168,9 +168,11 @@ def choose_search(req: PlanRequest, space: SearchSpace, colocated: bool) -> tupl
     """The outer search ``--search auto`` runs, and why (docs/outer.md, "What BO is for").
 
     The exact MILP over island counts is the global optimum of the analytic model and,
-    measured on every inventory we ship (benchmarks/bo_vs_exact.py), faster than the BO
-    too; BO is for what a MILP cannot express -- the simulated objective, pipeline inner
-    solvers -- and for size spaces too large to tabulate."""
+    with the planner's per-length range tables, solves every inventory we ship in
+    seconds (benchmarks/bo_vs_exact.py, bench_scale.py) -- faster than the BO; BO is for
+    what a MILP cannot express (the simulated objective, pipeline inner solvers), for
+    size spaces too large to tabulate, and for the thesis's midpoint tables, on which
+    HiGHS needs minutes."""
     if req.search != "auto":
         return req.search, "as asked (--search)"
     if req.inner in PIPELINE_SOLVERS:
@@ -179,6 +181,10 @@ def choose_search(req: PlanRequest, space: SearchSpace, colocated: bool) -> tupl
     if req.objective == "simulated":
         return "divider", ("the simulated objective is no MILP: divider BO, warm-started "
                            "from the exact LP relaxation and polished locally")
+    if req.thesis:
+        return "divider", ("the thesis's midpoint range tables make the MILP slow (17-300 s "
+                           "per Table 5.1 cell against 7-18 s for BO at >= 99.4 % of it, "
+                           "docs/bo-vs-exact.md): divider BO with LP warm start")
     from planner.outer.exact import candidate_sizes
 
     tables = sum(len(v) for v in candidate_sizes(space).values())
