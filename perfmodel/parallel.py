@@ -13,6 +13,7 @@ tp * dp < G would leave GPUs idle that the island still pays for).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,21 @@ class ParallelConfig:
 
     def label(self) -> str:
         return f"tp{self.tp}-dp{self.dp}-ep{self.ep}"
+
+    @classmethod
+    def from_label(cls, text: str) -> ParallelConfig:
+        """The configuration :meth:`label` wrote (``"tp2-dp4-ep8"``); ``ValueError`` on
+        anything else, or on a degree below 1."""
+        m = _LABEL.match(text.strip()) if isinstance(text, str) else None
+        if m is None:
+            raise ValueError(f"expected a configuration like 'tp2-dp4-ep8', got {text!r}")
+        tp, dp, ep = (int(g) for g in m.groups())
+        if min(tp, dp, ep) < 1:
+            raise ValueError(f"parallel degrees must be >= 1, got {text!r}")
+        return cls(tp, dp, ep)
+
+
+_LABEL = re.compile(r"^tp(\d+)-dp(\d+)-ep(\d+)$")
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from planner.outer.protocol import (
     Layout,
     SearchResult,
     SearchSpace,
+    affordable,
     canonical_layout,
     layout_counts,
 )
@@ -510,7 +511,7 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
         # for 512 $/h); in thesis mode that is what is computed, labelled "if unlimited".
         money = req.budget if req.budget is not None else space.full_cost
         for t in space.types:
-            afford = int(math.floor(money / t.price_per_hour + 1e-9)) if t.price_per_hour \
+            afford = affordable(money, t.price_per_hour) if t.price_per_hour \
                 else t.available
             count = afford if req.thesis else min(afford, t.available)
             label = f"{count} x {t.name} only{tag}"

@@ -231,3 +231,11 @@ def test_default_space_binds_the_budget():
     space = default_space(512.0)
     assert space.full_cost > 512.0 and space.procures
     assert not default_space(None).procures
+
+
+def test_affordable_is_the_one_budget_cap():
+    from planner.outer.protocol import affordable
+
+    assert affordable(512.0, 4.0) == 128
+    assert affordable(0.3, 0.1) == 3  # 0.3 / 0.1 = 2.9999999999999996 in floating point
+    assert affordable(511.99, 4.0) == 127

@@ -31,6 +31,7 @@ from perfmodel.kernels.library import kernels_for
 from perfmodel.parallel import ParallelConfig, enumerate_configs, validate_config
 from perfmodel.prefill import prefill_components
 from planner.atomic import write_text_atomic
+from planner.defaults import DEFAULT_MODEL
 from planner.errors import PlannerError
 
 MODES = ("disagg", "agg")
@@ -104,7 +105,7 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
 def perf(
     gpu: str = typer.Option("H200", help="GPU type (catalog name)."),
     gpus: int = typer.Option(16, help="GPUs in the island."),
-    model: str = typer.Option("deepseek-v3", help="Built-in model name or config.json path."),
+    model: str = typer.Option(DEFAULT_MODEL, help="Built-in model name or config.json path."),
     input_len: int = typer.Option(2000, "--input", help="Input (prompt) tokens."),
     output_len: int = typer.Option(200, "--output", help="Mean output (decode) tokens."),
     decode_max: int = typer.Option(0, help="Max output tokens to reserve KV for (0: 2x --output)."),

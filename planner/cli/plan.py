@@ -20,7 +20,7 @@ from rich.console import Console
 from perfmodel import SLO
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from planner.cli.progress import step_bars
-from planner.defaults import DEFAULT_SLO
+from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.errors import PlannerError
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
@@ -50,8 +50,8 @@ def plan(
     budget: float = typer.Option(None, help="$/hour ceiling (default: the whole inventory)."),
     target_rps: float = typer.Option(None, help="Instead of a budget: serve this many "
                                      "requests/s at the lowest $/hour."),
-    model: str = typer.Option("deepseek-v3", help="Built-in model or config.json path."),
-    workload: str = typer.Option("azure-conv-2023", help="Built-in workload or YAML path."),
+    model: str = typer.Option(DEFAULT_MODEL, help="Built-in model or config.json path."),
+    workload: str = typer.Option(DEFAULT_WORKLOAD, help="Built-in workload or YAML path."),
     search: str = typer.Option("auto", help=f"Outer search: {', '.join(SEARCHES)} (auto: "
                                "the exact MILP for the analytic objective, BO where a MILP "
                                "cannot go; the report says which and why; docs/outer.md)."),

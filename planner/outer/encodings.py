@@ -54,7 +54,14 @@ import numpy as np
 from planner.errors import PlannerError
 from planner.outer.divider import divide
 from planner.outer.procurement import fit_budget
-from planner.outer.protocol import COST_TOL, Island, Layout, SearchSpace, canonical_layout
+from planner.outer.protocol import (
+    COST_TOL,
+    Island,
+    Layout,
+    SearchSpace,
+    affordable,
+    canonical_layout,
+)
 
 Params = dict[str, float | int]
 
@@ -122,7 +129,7 @@ def _usable_types(space: SearchSpace, min_island: int | None) -> list[_TypeInfo]
         m = max(min_island or 1, t.min_island)
         cap = t.available
         if space.budget is not None and t.price_per_hour > 0:
-            cap = min(cap, int(math.floor(space.budget / t.price_per_hour * (1 + COST_TOL))))
+            cap = min(cap, affordable(space.budget, t.price_per_hour))
         if cap >= m:
             out.append(_TypeInfo(i, t.name, t.available, t.price_per_hour, m))
     if not out:
@@ -216,7 +223,7 @@ class DirectEncoding:
         for t in self.types:
             cap = t.available
             if space.budget is not None and t.price > 0:
-                cap = min(cap, int(math.floor(space.budget / t.price * (1 + COST_TOL))))
+                cap = min(cap, affordable(space.budget, t.price))
             names = [f"x{t.index}_{k}" for k in range(self.slots)]
             params.extend(Param(nm, 0.0, cap + SLOT_TOP, False) for nm in names)
             if self.slots * (cap + SLOT_TOP) > t.available:

@@ -41,7 +41,7 @@ import numpy as np
 
 from planner.inner.backends import solve_model
 from planner.inner.model import MILPBuilder
-from planner.outer.protocol import Layout, SearchSpace
+from planner.outer.protocol import Layout, SearchSpace, affordable
 
 ROLES = ("prefill", "decode")
 
@@ -105,7 +105,7 @@ def candidate_sizes(space: SearchSpace, max_island: int | None = None) -> dict[s
     for t in space.types:
         top = t.available
         if space.budget is not None and t.price_per_hour > 0:
-            top = min(top, int(math.floor(space.budget / t.price_per_hour + 1e-9)))
+            top = min(top, affordable(space.budget, t.price_per_hour))
         if max_island is not None:
             top = min(top, int(max_island))
         lo = max(1, t.min_island)

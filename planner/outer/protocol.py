@@ -45,6 +45,14 @@ def canonical_layout(islands: Iterable[Island]) -> Layout:
     return tuple(sorted((str(t), int(g)) for t, g in islands if int(g) > 0))
 
 
+def affordable(money: float, price: float) -> int:
+    """How many GPUs at ``price`` $/h each ``money`` $/h buys: floor(money / price),
+    with the one cost tolerance (``COST_TOL``, relative) so that a budget equal to a
+    whole number of GPUs buys them despite rounding.  ``price`` must be > 0 (callers
+    decide what a free GPU means)."""
+    return int(math.floor(money / price * (1 + COST_TOL)))
+
+
 def layout_text(layout: Layout) -> str:
     """A layout as one short string, islands grouped by type and size:
     ``"H20:2*3+8;H200:32"`` is three 2-GPU and one 8-GPU H20 island and one 32-GPU

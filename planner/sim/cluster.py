@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,6 +40,7 @@ from perfmodel.memory import (
     weight_bytes_per_gpu,
 )
 from perfmodel.models import ModelSpec, get_model
+from perfmodel.parallel import ParallelConfig
 from perfmodel.prefill import prefill_time
 from planner.errors import PlannerError
 from planner.network import DEFAULT_NETWORK, Location, NetworkSpec
@@ -49,7 +49,6 @@ from planner.sim.protocol import ROLES, SimCluster, SimIsland
 #: Input lengths covered by a hand-built island's prefill table unless told otherwise.
 DEFAULT_MAX_INPUT = 8192
 
-_CONFIG = re.compile(r"^tp(\d+)-dp(\d+)-ep(\d+)$")
 _TABLES: dict[tuple, tuple[np.ndarray, np.ndarray, int, float]] = {}
 
 
@@ -149,12 +148,12 @@ def prefill_split(prefill_s: np.ndarray) -> tuple[list[float], float, float]:
 
 def parse_config(text: Any, size: int, where: str) -> tuple[int, int, int]:
     """``"tpX-dpY-epZ"`` -> (tp, dp, ep), checking tp * dp == size."""
-    m = _CONFIG.match(str(text).strip()) if isinstance(text, str) else None
-    if m is None:
-        raise PlannerError(f"{where}: expected a configuration like 'tp2-dp4-ep8', "
-                           f"got {text!r}")
-    tp, dp, ep = (int(g) for g in m.groups())
-    if min(tp, dp, ep) < 1 or tp * dp != size:
+    try:
+        cfg = ParallelConfig.from_label(text)
+    except ValueError as e:
+        raise PlannerError(f"{where}: {e}") from None
+    tp, dp, ep = cfg.tp, cfg.dp, cfg.ep
+    if tp * dp != size:
         raise PlannerError(f"{where}: {text!r} needs tp x dp = island size {size}")
     return tp, dp, ep
 

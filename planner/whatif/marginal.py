@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from planner.outer.protocol import TypeSupply
+from planner.outer.protocol import TypeSupply, affordable
 from planner.whatif.scenarios import MIX, Scenario, supply
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def marginal_scenarios(spec: WhatIfSpec, base: Outcome
         start = sc.supply
     out = []
     for t in start:
-        n = int(math.floor(step / t.price_per_hour + 1e-9)) if t.price_per_hour > 0 else 0
+        n = affordable(step, t.price_per_hour) if t.price_per_hour > 0 else 0
         grown = tuple(replace(u, available=u.available + n) if u.name == t.name else u
                       for u in start)
         label = (f"{n} more {t.name} ({t.price_per_hour:.2f} $/h each)" if n else

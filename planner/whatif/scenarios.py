@@ -28,13 +28,12 @@ only" at equal cost, and monotonicity in budget, price and removal; tests check 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.inventory import Inventory
-from planner.outer.protocol import TypeSupply
+from planner.outer.protocol import TypeSupply, affordable
 from planner.whatif.spec import WhatIfSpec
 
 MIX = "mix"
@@ -79,7 +78,7 @@ def supply(inventory: Inventory, budget: float, availability: str,
             continue
         count = e.count
         if availability == "unlimited":
-            count = int(math.floor(budget / e.price_per_hour + 1e-9))
+            count = affordable(budget, e.price_per_hour)
         out.append(TypeSupply(e.name, count, e.price_per_hour, e.min_island))
     return tuple(out)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE, get_engine
+from planner.defaults import DEFAULT_MODEL, DEFAULT_WORKLOAD
 from planner.errors import PlannerError
 from planner.inventory import Inventory, InventoryEntry, inventory_from_dict, load_inventory
 from planner.whatif.values import (
@@ -70,8 +71,8 @@ _SOLVER = {"time_limit", "mip_gap", "prune_tol", "max_island"}
 class WhatIfSpec:
     source: str  # the spec file, or "flags"
     inventory: Inventory
-    model: str = "deepseek-v3"
-    workload: str = "azure-conv-2023"
+    model: str = DEFAULT_MODEL
+    workload: str = DEFAULT_WORKLOAD
     budget: float | None = None
     availability: str = "inventory"
     ranges: int = DEFAULT_RANGES
@@ -318,7 +319,7 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         inventory = _inventory(data["inventory"], root.child("inventory"), base_dir or Path())
     else:
         inventory = load_inventory(DEFAULT_INVENTORY)
-    model, at = _pick(flags.model, "--model", data, "model", root, "deepseek-v3")
+    model, at = _pick(flags.model, "--model", data, "model", root, DEFAULT_MODEL)
     if not isinstance(model, str):
         raise at.error(f"expected a model name or config.json path, got {model!r}")
     try:
@@ -326,7 +327,7 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
     except PlannerError as err:
         raise at.error(str(err)) from None
     workload, at = _pick(flags.workload, "--workload", data, "workload", root,
-                         "azure-conv-2023")
+                         DEFAULT_WORKLOAD)
     workload = workload_ref(workload, at, None if flags.workload else base_dir)
     budget, at = _pick(flags.budget, "--budget", data, "budget", root, None)
     budget = None if budget is None else positive(budget, at)
