@@ -6,16 +6,15 @@ backend switch, no GUI, safe in tests and servers.
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from planner.errors import PlannerError
+from planner.atomic import write_bytes_atomic
 from planner.workload.model import Workload
 
 _BARS = 100
@@ -68,17 +67,7 @@ def plot_workload(workload: Workload, path: str | Path) -> Path:
     if w.clipped_mass:
         subtitle.append(f"clipped above {w.max_len}: {w.clipped_mass:.3%}")
     fig.suptitle(w.name + (f"  ({', '.join(subtitle)})" if subtitle else ""))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-        os.close(fd)
-    except OSError as err:
-        raise PlannerError(f"{path}: cannot write: {err}") from None
-    try:
-        fig.savefig(tmp, format="png", dpi=110)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    write_bytes_atomic(path, buf.getvalue())
     return path

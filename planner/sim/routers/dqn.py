@@ -70,25 +70,19 @@ def weights_path(variant: str = "guided") -> Path:
 
 
 def save_policy(path: Path, net: Any, cfg: StateConfig, meta: dict[str, Any]) -> None:
-    """Write weights + state configuration atomically (temp file + os.replace)."""
-    import os
-    import tempfile
+    """Write weights + state configuration atomically (planner.atomic)."""
+    import io
 
     import torch
+
+    from planner.atomic import write_bytes_atomic
 
     blob = {"state_dict": net.state_dict(), "n_instances": cfg.n_instances,
             "decode_edges": list(cfg.decode_edges), "prompt_edges": list(cfg.prompt_edges),
             "w_cap": cfg.w_cap, "hidden": int(net[0].out_features), "meta": meta}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(blob, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    buf = io.BytesIO()
+    torch.save(blob, buf)
+    write_bytes_atomic(path, buf.getvalue())
 
 
 def load_policy(path: str | Path) -> tuple[Any, StateConfig, dict[str, Any]]:
