@@ -53,7 +53,7 @@ from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
 from planner.inner.result import InnerResult
 from planner.network import DEFAULT_NETWORK, NetworkSpec
-from planner.outer.protocol import Layout, Score, canonical_layout
+from planner.outer.protocol import Layout, Score, canonical_layout, layout_cost
 from planner.workload import Ranges, Workload
 
 OBJECTIVES = ("sustained", "thesis")
@@ -271,7 +271,8 @@ class LayoutEvaluator:
 
     # ------------------------------------------------------------------ objective
     def cost(self, layout: Layout) -> float:
-        return float(sum(self.context.gpus[g].price_per_hour * n for g, n in layout))
+        return layout_cost(layout, {g: gpu.price_per_hour
+                                    for g, gpu in self.context.gpus.items()})
 
     def __call__(self, layout: Layout) -> Score:
         layout = canonical_layout(layout)

@@ -37,6 +37,7 @@ from planner.outer.protocol import (
     SearchSpace,
     affordable,
     canonical_layout,
+    layout_cost,
     layout_counts,
 )
 from planner.workload import load_workload, make_ranges
@@ -127,7 +128,8 @@ class Plan:
 
     @property
     def cost_per_hour(self) -> float:
-        return sum(self.context.gpus[g].price_per_hour * n for g, n in self.layout)
+        return layout_cost(self.layout, {g: gpu.price_per_hour
+                                         for g, gpu in self.context.gpus.items()})
 
     @property
     def gpus_used(self) -> dict[str, int]:

@@ -45,6 +45,12 @@ def canonical_layout(islands: Iterable[Island]) -> Layout:
     return tuple(sorted((str(t), int(g)) for t, g in islands if int(g) > 0))
 
 
+def layout_cost(layout: Iterable[Island], prices: Mapping[str, float]) -> float:
+    """$/h of a layout: the sum over its islands of price x GPUs (the one place a
+    layout is priced)."""
+    return float(sum(prices[t] * g for t, g in layout))
+
+
 def affordable(money: float, price: float) -> int:
     """How many GPUs at ``price`` $/h each ``money`` $/h buys: floor(money / price),
     with the one cost tolerance (``COST_TOL``, relative) so that a budget equal to a
@@ -172,8 +178,7 @@ class SearchSpace:
         return self.budget is not None and self.full_cost > self.budget * (1 + COST_TOL)
 
     def cost(self, layout: Layout) -> float:
-        p = self.prices
-        return sum(p[t] * g for t, g in layout)
+        return layout_cost(layout, self.prices)
 
     def fits(self, layout: Layout) -> bool:
         """Within the inventory, the minimum island sizes and the budget."""
