@@ -20,24 +20,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from planner.inner.highs import new_highs
-from planner.inner.model import SparseMILP
+from planner.inner.model import SolveOutcome, SparseMILP
 
 BACKENDS = ("bnb", "highs", "cbc", "pulp-highs")
-
-
-@dataclass(frozen=True)
-class SolveOutcome:
-    status: str
-    x: np.ndarray | None
-    objective: float
-    seconds: float
-    message: str = ""
-    mip_gap: float = 0.0
 
 
 def solve_model(

@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.inner.backends import SolveOutcome
 from planner.inner.highs import new_highs
-from planner.inner.model import SparseMILP
+from planner.inner.model import SolveOutcome, SparseMILP
 
 INT_TOL = 1e-6
 

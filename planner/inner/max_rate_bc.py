@@ -38,9 +38,9 @@ import numpy as np
 
 from planner.inner.bnb import branch_and_check, new_lp
 from planner.inner.common import CoreOutcome
-from planner.inner.max_rate import pooled_tables
 from planner.inner.model import MILPBuilder
 from planner.inner.phase_lp import PhaseLP, PhaseSolution, cut_from_dual, heuristic_dual
+from planner.inner.pooling import pooled_tables
 from planner.inner.problem import InnerProblem
 
 

@@ -157,3 +157,17 @@ class MILPBuilder:
             row_upper=np.concatenate([r[4] for r in self._rows]),
             blocks=dict(self.blocks),
         )
+
+
+@dataclass(frozen=True)
+class SolveOutcome:
+    """What a backend (planner.inner.backends, planner.inner.bnb) returns for a
+    :class:`SparseMILP`: status, solution vector (None if none), objective, wall
+    seconds, the solver's message and the relative MIP gap it proved."""
+
+    status: str
+    x: np.ndarray | None
+    objective: float
+    seconds: float
+    message: str = ""
+    mip_gap: float = 0.0
