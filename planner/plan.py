@@ -470,13 +470,11 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
         space = footprint_space(space, ev)
     t0 = time.perf_counter()
     options = dict(req.search_options)
-    if req.search == "auto":  # BO options given for the case BO runs
+    if req.search == "auto" and search_name == "exact":  # drop options meant for a BO
         import inspect
 
-        cls = ExactSearch if search_name == "exact" else None
-        if cls is not None:
-            known = set(inspect.signature(cls.__init__).parameters)
-            options = {k: v for k, v in options.items() if k in known}
+        known = set(inspect.signature(ExactSearch.__init__).parameters)
+        options = {k: v for k, v in options.items() if k in known}
     if search_name == "exact":
         options.setdefault("time_limit", req.exact_time_limit)
         if ctx.colocated:

@@ -10,6 +10,24 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+#: A two-type inventory small enough for end-to-end CLI and plan tests.
+SMALL_INVENTORY = """
+name: small-test
+source: "test prices"
+gpus:
+  - {type: H200, count: 16, price_per_hour: 4.0, min_island: 8}
+  - {type: H20, count: 32, price_per_hour: 1.0, min_island: 8}
+"""
+
+
+@pytest.fixture(scope="session")
+def small_inventory(tmp_path_factory):
+    """Path of :data:`SMALL_INVENTORY` written to a file (read-only for the tests)."""
+    p = tmp_path_factory.mktemp("inventory") / "small.yaml"
+    p.write_text(SMALL_INVENTORY)
+    return p
+
+
 @pytest.fixture
 def run_cli(capsys):
     """Run the ``planner`` CLI in-process; returns (exit status, stdout, stderr)."""

@@ -6,21 +6,6 @@ import json
 
 import pytest
 
-SMALL = """
-name: small-test
-source: "test prices"
-gpus:
-  - {type: H200, count: 16, price_per_hour: 4.0, min_island: 8}
-  - {type: H20, count: 32, price_per_hour: 1.0, min_island: 8}
-"""
-
-
-@pytest.fixture
-def small_inventory(tmp_path):
-    p = tmp_path / "small.yaml"
-    p.write_text(SMALL)
-    return p
-
 
 def test_plan_exact_writes_run_folder(run_cli, small_inventory, tmp_path):
     out = tmp_path / "run"

@@ -18,20 +18,10 @@ from planner.accounting import accounting_errors
 from planner.inventory import load_inventory
 from planner.plan import PlanRequest, make_plan
 
-SMALL = """
-name: small-capacity
-source: "test prices"
-gpus:
-  - {type: H200, count: 16, price_per_hour: 4.0, min_island: 8}
-  - {type: H20, count: 32, price_per_hour: 1.0, min_island: 8}
-"""
-
 
 @pytest.fixture(scope="module")
-def small_inv(tmp_path_factory):
-    p = tmp_path_factory.mktemp("inv") / "small.yaml"
-    p.write_text(SMALL)
-    return load_inventory(p)
+def small_inv(small_inventory):
+    return load_inventory(small_inventory)
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +142,9 @@ def test_kv_transfer_limits_the_plan(small_inv, tmp_path):
     assert free(layout).value >= fast
 
 
-def test_network_that_cannot_carry_kv_is_refused(run_cli, tmp_path):
+def test_network_that_cannot_carry_kv_is_refused(run_cli, tmp_path, small_inventory):
     p = tmp_path / "net.yaml"
-    p.write_text(SMALL + "network:\n  tiers: [{}, {bandwidth_gbps: 0.001}, "
+    p.write_text(small_inventory.read_text() + "network:\n  tiers: [{}, {bandwidth_gbps: 0.001}, "
                  "{bandwidth_gbps: 0.001}, {bandwidth_gbps: 0.001}]\n")
     rc, _, err = run_cli("plan", "--inventory", str(p), "--budget", "80", "--search",
                          "exact", "--ranges", "8", "--out", str(tmp_path / "r"), "-q",
@@ -164,11 +154,9 @@ def test_network_that_cannot_carry_kv_is_refused(run_cli, tmp_path):
     assert "Traceback" not in err and not (tmp_path / "r").exists()
 
 
-def test_unmeetable_slo_names_the_best_latency_per_type(run_cli, tmp_path):
-    p = tmp_path / "s.yaml"
-    p.write_text(SMALL)
-    rc, _, err = run_cli("plan", "--inventory", str(p), "--budget", "80", "--tpot", "2",
-                         "--out", str(tmp_path / "r"), "-q")
+def test_unmeetable_slo_names_the_best_latency_per_type(run_cli, tmp_path, small_inventory):
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "80",
+                         "--tpot", "2", "--out", str(tmp_path / "r"), "-q")
     assert rc == 1
     line = err.strip().splitlines()[-1]
     assert "TPOT <= 2 ms" in line and "H200 (up to 16)" in line and "H20 (up to 32)" in line

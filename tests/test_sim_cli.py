@@ -7,24 +7,13 @@ import shutil
 
 import pytest
 
-SMALL = """
-name: small-test
-source: "test prices"
-gpus:
-  - {type: H200, count: 16, price_per_hour: 4.0, min_island: 8}
-  - {type: H20, count: 32, price_per_hour: 1.0, min_island: 8}
-"""
-
 
 @pytest.fixture(scope="module")
-def plan_dir(tmp_path_factory):
+def plan_dir(tmp_path_factory, small_inventory):
     from planner.cli.main import run
 
-    root = tmp_path_factory.mktemp("simcli")
-    inv = root / "small.yaml"
-    inv.write_text(SMALL)
-    out = root / "run"
-    rc = run(["plan", "--inventory", str(inv), "--budget", "80", "--search", "exact",
+    out = tmp_path_factory.mktemp("simcli") / "run"
+    rc = run(["plan", "--inventory", str(small_inventory), "--budget", "80", "--search", "exact",
               "--ranges", "8", "--out", str(out), "-q", "--no-homogeneous", "--no-exact"])
     assert rc == 0
     return out
@@ -117,13 +106,12 @@ def test_missing_run_folder(run_cli, tmp_path):
     assert rc == 2 and "plan.json" in err and "Traceback" not in err
 
 
-def test_pipeline_plan_simulates_with_jffc_and_refuses_kv_routers(run_cli, tmp_path):
+def test_pipeline_plan_simulates_with_jffc_and_refuses_kv_routers(run_cli, tmp_path,
+                                                                  small_inventory):
     """A seed-001 plan runs as chains: the default router becomes JFFC (named so in the
     terminal and the run folder), and a KV-placement router is a one-line error."""
-    inv = tmp_path / "small.yaml"
-    inv.write_text(SMALL)
     out = tmp_path / "pipe"
-    rc, _, err = run_cli("plan", "--inventory", str(inv), "--budget", "80", "--inner",
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "80", "--inner",
                          "seed001", "--iterations", "2", "--batch-size", "1", "--ranges", "8",
                          "--out", str(out), "-q", "--no-homogeneous", "--no-exact")
     assert rc == 0, err

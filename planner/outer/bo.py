@@ -23,9 +23,9 @@ Two additions to the thesis's loop, on by default and off for its reproduction
 
 * **LP warm start**: when the objective can give per-island range tables (the analytic
   :class:`planner.evaluate.LayoutEvaluator`, or the simulated objective's analytic
-  evaluator), the exact MILP's LP relaxation (:mod:`planner.outer.exact`) with its
-  island counts rounded down is evaluated too -- a near-optimal incumbent for
-  milliseconds of LP;
+  evaluator), the exact MILP restricted to the columns its LP relaxation uses and their
+  neighbours (:meth:`planner.outer.exact.ExactSearch.relaxed_layout`) is evaluated too
+  -- a near-optimal incumbent for a few seconds of HiGHS;
 * **polish**: the last ``polish`` evaluations refine the best layout found by local
   moves (:mod:`planner.outer.polish`) that the divider's two parameters per type cannot
   express.
@@ -200,8 +200,8 @@ class _BayesianSearch:
 
 
 def _warm_layout(space: SearchSpace, objective: LayoutObjective):
-    """The LP relaxation's rounded layout (module docstring), or () when the objective
-    has no range tables to build it from."""
+    """The LP warm start's layout (module docstring), or () when the objective has no
+    range tables to build it from."""
     ev = getattr(objective, "analytic", objective)
     if not hasattr(ev, "range_tables") or not hasattr(ev, "context"):
         return ()

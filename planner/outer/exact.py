@@ -41,7 +41,7 @@ import numpy as np
 
 from planner.inner.backends import solve_model
 from planner.inner.model import MILPBuilder
-from planner.outer.protocol import Layout, SearchSpace, affordable
+from planner.outer.protocol import COST_TOL, Layout, SearchSpace, affordable
 
 ROLES = ("prefill", "decode")
 
@@ -277,7 +277,7 @@ def round_counts(n: np.ndarray, gpus: list[str], sizes: np.ndarray, cost: np.nda
         g = gpus[i]
         if used[g] + sizes[i] > available[g]:
             continue
-        if budget is not None and money + cost[i] > budget * (1 + 1e-9):
+        if budget is not None and money + cost[i] > budget * (1 + COST_TOL):
             continue
         counts[i] += 1
         used[g] += int(sizes[i])
@@ -315,16 +315,22 @@ class ExactSearch:
         self.max_island = max_island
         self.last: ExactResult | None = None
 
-    def solve(self, space: SearchSpace, evaluator, progress=None) -> ExactResult:
+    def tables(self, space: SearchSpace, evaluator, progress=None
+               ) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+        """The evaluator's range tables of every candidate island size (the evaluator
+        caches them, so a second search over the same space builds nothing)."""
         sizes = candidate_sizes(space, self.max_island)
         total = sum(len(v) for v in sizes.values())
-        tables, done = {}, 0
+        tables = {}
         for gpu, options in sizes.items():
             for g in options:
                 tables[(gpu, g)] = evaluator.range_tables(gpu, g)
-                done += 1
                 if progress:
-                    progress(done, total, 0.0)
+                    progress(len(tables), total, 0.0)
+        return tables
+
+    def solve(self, space: SearchSpace, evaluator, progress=None) -> ExactResult:
+        tables = self.tables(space, evaluator, progress)
         self.last = solve_exact(space, tables, np.asarray(evaluator.context.ranges.prob),
                                 time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap,
                                 prune_tol=self.prune_tol, max_island=self.max_island,
@@ -342,9 +348,7 @@ class ExactSearch:
         tends to use the sizes the LP likes, or their neighbours, rounded).  Falls back
         to the rounded LP counts (:func:`round_counts`) if the restriction has no
         solution; empty if the relaxation has none either."""
-        sizes = candidate_sizes(space, self.max_island)
-        tables = {(g, n): evaluator.range_tables(g, n) for g, opts in sizes.items()
-                  for n in opts}
+        tables = self.tables(space, evaluator)
         prob = np.asarray(evaluator.context.ranges.prob)
         lp = solve_exact(space, tables, prob, time_limit=self.time_limit,
                          prune_tol=self.prune_tol, max_island=self.max_island, relax=True)
@@ -354,7 +358,8 @@ class ExactSearch:
         # integer optimum often trades a fractional large island for whole smaller ones
         # of another type
         keep = {(g, n + d, r) for g, n, r in lp.support for d in range(-reach, reach + 1)}
-        keep |= {(g, n, r) for g in sizes for _, n, _ in lp.support for r in ROLES}
+        keep |= {(t.name, n, r) for t in space.types for _, n, _ in lp.support
+                 for r in ROLES}
         res = solve_exact(space, tables, prob, time_limit=self.time_limit,
                           prune_tol=self.prune_tol, max_island=self.max_island,
                           node_limit=node_limit, keep=keep)

@@ -82,6 +82,7 @@ def layout_label(layout: Any, empty: str = DASH) -> str:
     for item in layout:
         t, g = item[0], item[1]
         sizes.setdefault(str(t), []).append(int(g))
+
     def run(g: int, k: int) -> str:  # four or more equal islands as "2x400"
         return f"{g}x{k}" if k > 3 else "+".join([str(g)] * k)
 
