@@ -32,15 +32,15 @@ sys.path.insert(0, str(REPO))
 
 def footprints(plan: dict) -> dict[str, int | None]:
     """Smallest island of each used type that serves a phase, by the plan's own model."""
-    from planner.evaluate import LayoutEvaluator
+    from planner.evaluate import LayoutEvaluator, PlanningContext
     from planner.inner import make_inner_solver
     from planner.inventory import inventory_from_dict
-    from planner.plan import PlanRequest, _context, _smallest_serving
+    from planner.plan import PlanRequest, _smallest_serving
 
     r = plan["request"]
     inv = inventory_from_dict(r["inventory"], "plan.json request.inventory")
     req = PlanRequest(inv, model=r["model"], workload=r["workload"], engine=r["engine"])
-    ev = LayoutEvaluator(_context(req), make_inner_solver("maxrate"))
+    ev = LayoutEvaluator(PlanningContext.for_request(req), make_inner_solver("maxrate"))
     out = {}
     for gpu in plan["summary"]["gpus_used"]:
         sizes = [_smallest_serving(ev, gpu, 1, 128, phase) for phase in ("prefill", "decode")]

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 from perfmodel.island import clear_cache
-from planner.evaluate import LayoutEvaluator
+from planner.evaluate import LayoutEvaluator, PlanningContext
 from planner.inner import make_inner_solver
 from planner.inventory import load_inventory
 from planner.outer import DividerBO
 from planner.outer.exact import ExactSearch
-from planner.plan import PlanRequest, _context
+from planner.plan import PlanRequest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,13 +35,13 @@ def main() -> None:
                       workload=args.workload, budget=512.0)
 
     clear_cache()
-    ev = LayoutEvaluator(_context(req), make_inner_solver("maxrate"))
+    ev = LayoutEvaluator(PlanningContext.for_request(req), make_inner_solver("maxrate"))
     t0 = time.perf_counter()
     found = DividerBO().search(req.space(), ev, seed=args.seed)
     t_bo = time.perf_counter() - t0
 
     clear_cache()
-    ev = LayoutEvaluator(_context(req), make_inner_solver("maxrate"))
+    ev = LayoutEvaluator(PlanningContext.for_request(req), make_inner_solver("maxrate"))
     t0 = time.perf_counter()
     exact = ExactSearch().solve(req.space(), ev)
     t_exact = time.perf_counter() - t0

@@ -89,14 +89,15 @@ def _target_request(inventory: str, target: float | None):
 def target_case(args: tuple) -> dict:
     """One inventory: its maximum rate, then every target's exact / auto / BO cost."""
     inventory, seed = args
-    from planner.evaluate import LayoutEvaluator
+    from planner.evaluate import LayoutEvaluator, PlanningContext
     from planner.inner import make_inner_solver
     from planner.outer import DividerBO
     from planner.outer.exact import ExactSearch
-    from planner.plan import _context, make_plan
+    from planner.plan import make_plan
 
     req = _target_request(inventory, None)
-    ev = LayoutEvaluator(_context(req), make_inner_solver("maxrate"), range_rate="mix")
+    ev = LayoutEvaluator(PlanningContext.for_request(req), make_inner_solver("maxrate"),
+                         range_rate="mix")
     top = ExactSearch().solve(req.space(), ev).value
     rows = []
     for share in TARGET_SHARES:

@@ -27,9 +27,9 @@ CASES = [
 
 
 def run(case, objective: str, iterations: int, batch: int) -> dict:
+    from planner.closed_plan import close_plan
     from planner.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
-    from planner.sim.closed_loop import close_plan
 
     label, inv, model, workload, budget = case
     t0 = time.perf_counter()

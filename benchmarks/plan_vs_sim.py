@@ -37,9 +37,10 @@ VERIFY_SEED = 1
 
 def run_case(label: str, inventory: str, model: str, workload: str, budget: float) -> dict:
     from planner.accounting import accounting_errors
+    from planner.closed_plan import close_plan
     from planner.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
-    from planner.sim.closed_loop import close_plan, simulate_at
+    from planner.sim.closed_loop import simulate_at
 
     t0 = time.perf_counter()
     req = PlanRequest(load_inventory(REPO / "inventories" / inventory), model=model,

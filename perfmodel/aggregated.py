@@ -24,6 +24,7 @@ occupy B (s + d/2) tokens on average (``decode_max`` overrides d/2 as the reserv
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -133,7 +134,7 @@ def aggregated_point(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int, s: i
                       hit_rate, calib)
     chunk = comp.pop("_chunk")
     tokens_per_step = comp.pop("_yield")
-    t = sum(comp.values())
+    t = cast(np.ndarray, sum(comp.values()))
     n = max(s * (1.0 - hit_rate), 1.0)
     steps = max(d, 1.0) / tokens_per_step
     ttft = np.maximum(np.ceil(n / np.maximum(chunk, 1e-9)), 1.0) * t

@@ -35,7 +35,9 @@ time and throughput all use it unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from typing import Any, cast
 
 import numpy as np
 
@@ -277,7 +279,8 @@ def step_model(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Calibration
                                                    overlap=False), model, k_yield)
     better = sm.step_time(1024.0) <= plain.step_time(1024.0)
     shape = np.shape(better)
-    return StepModel(*(getattr(sm, f.name) if f.name.endswith("count") else
-                       np.where(better, np.broadcast_to(getattr(sm, f.name), shape),
-                                np.broadcast_to(getattr(plain, f.name), shape))
-                       for f in fields(StepModel)))
+    return StepModel(*cast("Iterable[Any]", (
+        getattr(sm, f.name) if f.name.endswith("count") else
+        np.where(better, np.broadcast_to(getattr(sm, f.name), shape),
+                 np.broadcast_to(getattr(plain, f.name), shape))
+        for f in fields(StepModel))))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.errors import PlannerError
+from perfmodel.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -45,24 +45,27 @@ class EngineProfile:
     kv_free_fraction: float
 
 
-ENGINES: dict[str, EngineProfile] = {
-    "trtllm": EngineProfile("trtllm", "TensorRT-LLM 1.3", step_gap_s=0.15e-3,
-                            prefill_token_budget=8192, micro_batch_overlap=False,
-                            overlap_min_tokens=0, memory_fraction=0.97, kv_free_fraction=0.90),
-    "sglang": EngineProfile("sglang", "SGLang 0.5", step_gap_s=0.15e-3,
-                            prefill_token_budget=8192, micro_batch_overlap=True,
-                            overlap_min_tokens=128, memory_fraction=0.85,
-                            kv_free_fraction=1.0),
-    "vllm": EngineProfile("vllm", "vLLM 0.24", step_gap_s=0.15e-3, prefill_token_budget=8192,
-                          micro_batch_overlap=True, overlap_min_tokens=128,
-                          memory_fraction=0.90, kv_free_fraction=1.0),
-    # Seed 002's Shallowsim-style model: rooflines at constant efficiencies
-    # (perfmodel.kernels.roofline_set), every prompt prefilled alone, the all-to-all
-    # overlapped as DeepSeek's two micro-batches do.  For reproducing the thesis.
-    "roofline": EngineProfile("roofline", "roofline (seed 002 §4.2, Shallowsim-style)",
-                              step_gap_s=0.0, prefill_token_budget=0, micro_batch_overlap=True,
-                              overlap_min_tokens=0, memory_fraction=0.90, kv_free_fraction=1.0),
-}
+ENGINES: Registry[EngineProfile] = Registry("engine")
+ENGINES.add("trtllm", EngineProfile(
+    "trtllm", "TensorRT-LLM 1.3", step_gap_s=0.15e-3, prefill_token_budget=8192,
+    micro_batch_overlap=False, overlap_min_tokens=0, memory_fraction=0.97,
+    kv_free_fraction=0.90), "TensorRT-LLM 1.3 (default)")
+ENGINES.add("sglang", EngineProfile(
+    "sglang", "SGLang 0.5", step_gap_s=0.15e-3, prefill_token_budget=8192,
+    micro_batch_overlap=True, overlap_min_tokens=128, memory_fraction=0.85,
+    kv_free_fraction=1.0), "SGLang 0.5")
+ENGINES.add("vllm", EngineProfile(
+    "vllm", "vLLM 0.24", step_gap_s=0.15e-3, prefill_token_budget=8192,
+    micro_batch_overlap=True, overlap_min_tokens=128, memory_fraction=0.90,
+    kv_free_fraction=1.0), "vLLM 0.24")
+# Seed 002's Shallowsim-style model: rooflines at constant efficiencies
+# (perfmodel.kernels.roofline_set), every prompt prefilled alone, the all-to-all
+# overlapped as DeepSeek's two micro-batches do.  For reproducing the thesis.
+ENGINES.add("roofline", EngineProfile(
+    "roofline", "roofline (seed 002 §4.2, Shallowsim-style)", step_gap_s=0.0,
+    prefill_token_budget=0, micro_batch_overlap=True, overlap_min_tokens=0,
+    memory_fraction=0.90, kv_free_fraction=1.0),
+    "seed 002's roofline at constant efficiencies (reproducing the thesis)")
 
 #: The default engine: TensorRT-LLM, whose kernels the database measures on every GPU it
 #: covers and whose MoE kernels are the grouped GEMMs all three engines run under expert
@@ -71,7 +74,8 @@ DEFAULT_ENGINE = "trtllm"
 
 
 def get_engine(name: str) -> EngineProfile:
+    """The engine profile ``name`` (case and surrounding blanks ignored)."""
     key = str(name).strip().lower()
     if key not in ENGINES:
-        raise PlannerError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
+        ENGINES.lookup(str(name))  # the registry's one-line error
     return ENGINES[key]

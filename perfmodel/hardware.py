@@ -11,12 +11,13 @@ memory in GB (10^9 bytes).
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from planner.errors import PlannerError
+from perfmodel.errors import InputError, at, check_number
 
 _NUMERIC_FIELDS = (
     "fp16_tflops",
@@ -33,6 +34,7 @@ _NUMERIC_FIELDS = (
     "price_per_hour",
 )
 # Fields that must be strictly positive for the model to be physical.
+_INTEGER_FIELDS = ("gpus_per_domain", "sms", "comm_sms")
 _POSITIVE_FIELDS = ("fp16_tflops", "hbm_gb", "hbm_gbps", "scaleup_gbps", "scaleout_gbps",
                     "gpus_per_domain", "sms")
 
@@ -93,34 +95,26 @@ class GPU:
 def _validate(values: dict[str, Any], where: str) -> GPU:
     name = str(values.get("name", "")).strip()
     if not name:
-        raise PlannerError(f"{where}: field 'name' is missing")
+        raise InputError(f"{where}: field 'name' is missing")
     parsed: dict[str, Any] = {"name": name}
     for key in _NUMERIC_FIELDS:
         raw = values.get(key, 0 if key in ("fp8_tflops", "fp4_tflops", "comm_sms", "l2_mb",
                                            "price_per_hour") else None)
         if raw is None or raw == "":
-            raise PlannerError(f"{where}: GPU '{name}' field '{key}' is missing")
-        try:
-            number = float(raw)
-        except (TypeError, ValueError):
-            raise PlannerError(
-                f"{where}: GPU '{name}' field '{key}' must be a number, got {raw!r}"
-            ) from None
-        if number < 0 or number != number:
-            raise PlannerError(f"{where}: GPU '{name}' field '{key}' must be >= 0, got {raw!r}")
-        if key in _POSITIVE_FIELDS and number == 0:
-            raise PlannerError(f"{where}: GPU '{name}' field '{key}' must be > 0")
-        parsed[key] = int(number) if key in ("gpus_per_domain", "sms", "comm_sms") else number
+            raise InputError(f"{where}: GPU '{name}' field '{key}' is missing")
+        bound = {"gt": 0} if key in _POSITIVE_FIELDS else {"ge": 0}
+        parsed[key] = check_number(raw, at(f"{where}: GPU '{name}' field '{key}'"),
+                                   integer=key in _INTEGER_FIELDS, parse_text=True, **bound)
     if parsed["comm_sms"] >= parsed["sms"]:
-        raise PlannerError(f"{where}: GPU '{name}' field 'comm_sms' must be below 'sms'")
+        raise InputError(f"{where}: GPU '{name}' field 'comm_sms' must be below 'sms'")
     for key in ("price_source", "price_date", "spec_source", "arch", "kernel_system"):
         parsed[key] = str(values.get(key, "") or "").strip()
     if parsed["arch"] and parsed["arch"] not in ARCHITECTURES:
-        raise PlannerError(f"{where}: GPU '{name}' field 'arch' must be one of "
+        raise InputError(f"{where}: GPU '{name}' field 'arch' must be one of "
                            f"{', '.join(ARCHITECTURES)}, got {parsed['arch']!r}")
     unknown = set(values) - {f.name for f in fields(GPU)}
     if unknown:
-        raise PlannerError(f"{where}: GPU '{name}' has unknown field(s) {sorted(unknown)}; "
+        raise InputError(f"{where}: GPU '{name}' has unknown field(s) {sorted(unknown)}; "
                            f"known: {[f.name for f in fields(GPU)]}")
     return GPU(**parsed)
 
@@ -139,10 +133,24 @@ def get_gpu(name: str) -> GPU:
     for key, gpu in catalog.items():
         if key.lower() == name.lower():
             return gpu
-    raise PlannerError(f"unknown GPU '{name}'; known GPUs: {', '.join(catalog)} "
+    raise InputError(f"unknown GPU '{name}'; known GPUs: {', '.join(catalog)} "
                        "(or define it from datasheet numbers in the inventory file)")
 
 
 def gpu_from_datasheet(values: dict[str, Any], where: str = "inventory") -> GPU:
     """A GPU defined by the user from datasheet numbers (same fields as the catalog)."""
     return _validate(values, where)
+
+
+def resolve_gpu(name: str, datasheet: Mapping[str, Any] | None = None,
+                where: str = "inventory") -> GPU:
+    """The GPU an inventory entry names: built from its ``datasheet`` when it has one
+    (a GPU the catalog lacks, or one described by its own numbers; a ``name`` inside
+    the datasheet wins), else the catalog's entry (an unknown name raises
+    :func:`get_gpu`'s error, which the caller prefixes with its location).  The one
+    place a GPU name becomes a GPU -- inventories, what-if specs and the inventory
+    stored in plan.json all come through here.  ``where`` names the datasheet in
+    errors."""
+    if datasheet is None:
+        return get_gpu(name)
+    return gpu_from_datasheet({"name": name, **datasheet}, where)

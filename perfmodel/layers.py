@@ -23,6 +23,8 @@ engines run:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from perfmodel.kernels.library import KernelSet
@@ -45,7 +47,7 @@ def attention_projections(ks: KernelSet, model: ModelSpec, rows, tp, absorbed: b
     heads = model.heads / np.asarray(tp, float)
     if model.is_mla:
         qk = model.qk_nope_dim + model.qk_rope_dim
-        shapes = [(model.kv_lora_rank + model.qk_rope_dim, h)]  # kv_a
+        shapes: list[tuple[Any, Any]] = [(model.kv_lora_rank + model.qk_rope_dim, h)]  # kv_a
         if model.q_lora_rank:
             shapes += [(model.q_lora_rank, h), (heads * qk, model.q_lora_rank)]  # q_a, q_b
         else:

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from planner.errors import PlannerError
+from perfmodel.errors import InputError
 
 DTYPE_BYTES = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 
@@ -181,7 +181,7 @@ class ModelSpec:
                     ) -> ModelSpec:
         for label, value in (("weight dtype", weight_dtype), ("kv dtype", kv_dtype)):
             if value is not None and value not in DTYPE_BYTES:
-                raise PlannerError(f"unknown {label} '{value}'; known: {', '.join(DTYPE_BYTES)}")
+                raise InputError(f"unknown {label} '{value}'; known: {', '.join(DTYPE_BYTES)}")
         return replace(self, weight_dtype=weight_dtype or self.weight_dtype,
                        kv_dtype=kv_dtype or self.kv_dtype)
 
@@ -189,10 +189,10 @@ class ModelSpec:
 # ---------------------------------------------------------------------- loading
 def _need(cfg: dict[str, Any], key: str, where: str) -> Any:
     if key not in cfg:
-        raise PlannerError(f"{where}: field '{key}' is missing")
+        raise InputError(f"{where}: field '{key}' is missing")
     value = cfg[key]
     if not isinstance(value, int | float) or value <= 0:
-        raise PlannerError(f"{where}: field '{key}' must be a positive number, got {value!r}")
+        raise InputError(f"{where}: field '{key}' must be a positive number, got {value!r}")
     return value
 
 
@@ -212,7 +212,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
                  or (cfg.get("n_shared_experts") or 0) * moe_inter)
     qcfg = cfg.get("quantization_config") or {}
     if not isinstance(qcfg, dict):
-        raise PlannerError(f"{where}: field 'quantization_config' must be an object, "
+        raise InputError(f"{where}: field 'quantization_config' must be an object, "
                            f"got {qcfg!r}")
     quant = str(qcfg.get("quant_method", "")).lower() + " " + str(
         qcfg.get("quant_algo", "")).lower()
@@ -245,11 +245,11 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
         weight_block_scaled=block_scaled,
     )
     if experts and spec.experts_per_token <= 0:
-        raise PlannerError(f"{where}: MoE model needs a positive 'num_experts_per_tok'")
+        raise InputError(f"{where}: MoE model needs a positive 'num_experts_per_tok'")
     if experts and spec.moe_intermediate <= 0:
-        raise PlannerError(f"{where}: MoE model needs 'moe_intermediate_size'")
+        raise InputError(f"{where}: MoE model needs 'moe_intermediate_size'")
     if not experts and spec.intermediate <= 0:
-        raise PlannerError(f"{where}: field 'intermediate_size' is missing")
+        raise InputError(f"{where}: field 'intermediate_size' is missing")
     return spec
 
 
@@ -266,17 +266,17 @@ def get_model(name_or_path: str) -> ModelSpec:
     path = Path(name_or_path)
     if path.suffix == ".json" or path.exists():
         if not path.is_file():
-            raise PlannerError(f"model config '{name_or_path}' does not exist")
+            raise InputError(f"model config '{name_or_path}' does not exist")
         try:
             cfg = json.loads(path.read_text())
         except json.JSONDecodeError as err:
-            raise PlannerError(f"{path}: not valid JSON (line {err.lineno}): {err.msg}") from None
+            raise InputError(f"{path}: not valid JSON (line {err.lineno}): {err.msg}") from None
         if not isinstance(cfg, dict):
-            raise PlannerError(f"{path}: expected a JSON object of config fields")
+            raise InputError(f"{path}: expected a JSON object of config fields")
         return model_from_hf_config(cfg, path.stem, str(path))
     key = name_or_path.lower()
     if key not in list_models():
-        raise PlannerError(f"unknown model '{name_or_path}'; known models: "
+        raise InputError(f"unknown model '{name_or_path}'; known models: "
                            f"{', '.join(list_models())} (or pass a path to a config.json)")
     cfg = json.loads(_builtin_dir().joinpath(f"{key}.json").read_text())
     return model_from_hf_config(cfg, key, f"perfmodel/data/models/{key}.json")

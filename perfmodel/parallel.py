@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfmodel.errors import InputError
 from perfmodel.models import ModelSpec
-from planner.errors import PlannerError
 
 
 @dataclass(frozen=True)
@@ -77,23 +77,23 @@ def validate_config(cfg: ParallelConfig, gpus: int, model: ModelSpec) -> None:
     """Reject non-physical configurations, naming the offending field."""
     for field in ("tp", "dp", "ep"):
         if getattr(cfg, field) < 1:
-            raise PlannerError(f"parallel config field '{field}' must be >= 1")
+            raise InputError(f"parallel config field '{field}' must be >= 1")
     if cfg.tp * cfg.dp != gpus:
-        raise PlannerError(f"parallel config: tp*dp = {cfg.tp * cfg.dp} must equal the island "
+        raise InputError(f"parallel config: tp*dp = {cfg.tp * cfg.dp} must equal the island "
                            f"size {gpus} (field 'tp' must divide the GPU count)")
     if gpus % cfg.ep:
-        raise PlannerError(f"parallel config field 'ep' ({cfg.ep}) must divide {gpus}")
+        raise InputError(f"parallel config field 'ep' ({cfg.ep}) must divide {gpus}")
     if model.heads % cfg.tp:
-        raise PlannerError(f"parallel config field 'tp' ({cfg.tp}) must divide the "
+        raise InputError(f"parallel config field 'tp' ({cfg.tp}) must divide the "
                            f"{model.heads} attention heads of {model.name}")
     if not model.is_moe and cfg.ep != 1:
-        raise PlannerError(f"parallel config field 'ep' must be 1 for dense model {model.name}")
+        raise InputError(f"parallel config field 'ep' must be 1 for dense model {model.name}")
 
 
 def enumerate_configs(gpus: int, model: ModelSpec) -> list[ParallelConfig]:
     """All valid (tp, dp, ep) for an island of ``gpus`` GPUs."""
     if gpus < 1:
-        raise PlannerError(f"island size must be >= 1, got {gpus}")
+        raise InputError(f"island size must be >= 1, got {gpus}")
     tps = [t for t in divisors(gpus) if model.heads % t == 0]
     eps = [e for e in divisors(gpus) if e <= model.routed_experts] if model.is_moe else [1]
     return [ParallelConfig(tp, gpus // tp, ep) for tp in tps for ep in eps]

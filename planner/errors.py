@@ -7,16 +7,12 @@ line on stderr and the error's exit status, never a traceback.
 
 from __future__ import annotations
 
+from perfmodel.errors import InputError
 
-class PlannerError(Exception):
-    """A mistake in the user's input; ``exit_code`` 2 for usage errors."""
-
-    exit_code: int = 2
-
-    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
-        super().__init__(message)
-        if exit_code is not None:
-            self.exit_code = exit_code
+PlannerError = InputError
+"""A mistake in the user's input; ``exit_code`` 2 for usage errors.  The perf model's
+:class:`~perfmodel.errors.InputError` under the planner's name (one family, one
+``except`` at the CLI)."""
 
 
 class NoPlanError(PlannerError):

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -44,17 +45,23 @@ from perfmodel import (
     ModelSpec,
     WorkloadShape,
     benchmark_island,
+    get_model,
 )
 from perfmodel.colocated import colocated_table
+from perfmodel.engines import get_engine
 from perfmodel.island import PhaseTable
-from perfmodel.memory import kv_bytes_per_token_per_gpu
+from perfmodel.timing import kv_bytes_per_token_per_gpu
 from planner.defaults import TTFT_PASS_SHARE
+from planner.errors import PlannerError
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
 from planner.inner.result import InnerResult
-from planner.network import DEFAULT_NETWORK, NetworkSpec
+from planner.network import DEFAULT_NETWORK, NetworkSpec, parse_network
 from planner.outer.protocol import Layout, Score, canonical_layout, layout_cost
-from planner.workload import Ranges, Workload
+from planner.workload import Ranges, Workload, load_workload, make_ranges
+
+if TYPE_CHECKING:
+    from planner.request import PlanRequest
 
 OBJECTIVES = ("sustained", "thesis")
 RANGE_RATES = ("mix", "midpoint")
@@ -76,6 +83,40 @@ class PlanningContext:
     #: Offer the inner solver colocated islands (perfmodel.colocated) beside prefill and
     #: decode ones.
     colocated: bool = False
+
+    @classmethod
+    def build(cls, *, model: str, workload: str | Workload, ranges: int,
+              gpus: Mapping[str, GPU], slo: SLO, engine: str,
+              network: Mapping[str, Any] | None = None, thesis: bool = False,
+              colocated: bool = False) -> PlanningContext:
+        """The one place a planning context is assembled from what a user names: the
+        model and workload (a name, or a built workload such as a what-if mix), the
+        range count, the GPUs at their prices, the SLO, the engine (its calibration)
+        and the inventory's network section (none in thesis mode: no KV-transfer
+        limit).  Planning, what-if studies and the simulator's re-planning of a
+        pipeline plan all come through here, so they cannot disagree about what the
+        same inputs mean."""
+        spec = get_model(model)
+        w = load_workload(workload) if isinstance(workload, str) else workload
+        if ranges < 1:
+            raise PlannerError(f"--ranges must be >= 1, got {ranges}")
+        table = make_ranges(w, count=ranges)
+        get_engine(engine)  # a clear error for an unknown name
+        return cls(spec, w, table, dict(gpus), slo,
+                   Calibration(engine=engine),
+                   None if thesis else parse_network(network, "inventory network"),
+                   thesis=thesis, colocated=colocated)
+
+    @classmethod
+    def for_request(cls, req: PlanRequest) -> PlanningContext:
+        """The context of a ``planner plan`` request (:meth:`build` on its fields)."""
+        ctx = cls.build(model=req.model, workload=req.workload, ranges=req.ranges,
+                        gpus={e.name: e.gpu for e in req.inventory.entries}, slo=req.slo,
+                        engine=req.engine, network=req.inventory.network,
+                        thesis=req.thesis, colocated=req.offers_colocated)
+        if req.colocated not in ("auto", "on", "off"):
+            raise PlannerError(f"--colocated must be auto, on or off, got {req.colocated!r}")
+        return ctx
 
     @property
     def table_slo(self) -> SLO:
@@ -125,8 +166,9 @@ class LayoutEvaluator:
     evaluations: int = 0
     cache_hits: int = 0
     _scores: dict[Layout, Score] = field(default_factory=dict, repr=False)
-    _range_tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = field(
-        default_factory=dict, repr=False)
+    # keyed (gpu, size), or ("both", gpu, size) for colocated islands
+    _range_tables: dict[tuple[str, int] | tuple[str, str, int],
+                        tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -260,8 +302,9 @@ class LayoutEvaluator:
         pmf = self.context.workload.pmf
         both = None
         if self.context.colocated:
-            both = np.array([self.colocated_table(g, n).rps for g, n in layout]).reshape(
-                -1, len(pmf))
+            # a colocated context always gives a table
+            both = np.array([cast(PhaseTable, self.colocated_table(g, n)).rps
+                             for g, n in layout]).reshape(-1, len(pmf))
         return FullResolution(pmf, np.array([t.prefill.rps for t in tables]).reshape(-1, len(pmf)),
                               np.array([t.decode.rps for t in tables]).reshape(-1, len(pmf)),
                               both)

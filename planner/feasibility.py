@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.decode import step_model
-from perfmodel.memory import usable_bytes, weight_bytes_per_gpu
 from perfmodel.parallel import ConfigGrid, enumerate_configs
-from perfmodel.prefill import prefill_time
+from perfmodel.timing import IslandTiming
 from planner.evaluate import LayoutEvaluator
 from planner.inventory import Inventory
 
@@ -35,13 +33,10 @@ def best_latency_ms(ev: LayoutEvaluator, gpu: str, size: int, prompt: int, conte
         return float("inf"), float("inf")
     grid = ConfigGrid.of(configs)
     s = np.array([[float(max(prompt, 1))]])
-    ttft = prefill_time(g, c.model, s, grid.tp, grid.dp, grid.ep,
-                        c.workload.prefix_hit_rate, c.calib)
-    steps = step_model(g, c.model, np.ones((len(grid), 1)), grid.tp, grid.dp, grid.ep,
-                       c.calib)
-    tpot = steps.step_time(float(context))
-    fits = (weight_bytes_per_gpu(c.model, grid.tp, grid.dp, grid.ep)
-            <= usable_bytes(g, c.calib))[:, 0]
+    timing = IslandTiming(g, c.model, grid.tp, grid.dp, grid.ep, c.calib)
+    ttft = timing.prefill_s(s, c.workload.prefix_hit_rate)
+    tpot = timing.steps(np.ones((len(grid), 1))).step_time(float(context))
+    fits = timing.weights_fit[:, 0]
     if not fits.any():
         return float("inf"), float("inf")
     return (float(np.min(np.asarray(ttft)[fits])) * 1e3,

@@ -27,7 +27,8 @@ from typing import Any
 
 import yaml
 
-from perfmodel.hardware import GPU, get_gpu, gpu_catalog, gpu_from_datasheet
+from perfmodel.errors import at, check_number
+from perfmodel.hardware import GPU, gpu_catalog, resolve_gpu
 from planner.errors import PlannerError
 from planner.network import parse_network
 
@@ -103,13 +104,10 @@ class Inventory:
 
 def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False
             ) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PlannerError(f"{where} must be a number, got {value!r}")
-    if integer and int(value) != value:
-        raise PlannerError(f"{where} must be a whole number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise PlannerError(f"{where} must be {'> 0' if positive else '>= 0'}, got {value!r}")
-    return int(value) if integer else float(value)
+    """A finite number ``>= 0`` (``> 0`` when ``positive``; whole when ``integer``)."""
+    if positive:
+        return check_number(value, at(where), integer=integer, gt=0)
+    return check_number(value, at(where), integer=integer, ge=0)
 
 
 def inventory_from_dict(data: Any, where: str) -> Inventory:
@@ -137,16 +135,15 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
             raise PlannerError(f"{at}: field 'type' is missing")
         name = str(item["type"])
         at = f"{where}: gpus[{i}] ({name})"
-        if "datasheet" in item:
-            sheet = item["datasheet"]
-            if not isinstance(sheet, dict):
-                raise PlannerError(f"{at}: field 'datasheet' must be a mapping")
-            gpu = gpu_from_datasheet({"name": name, **sheet}, f"{where}: gpus[{i}].datasheet")
-        else:
-            try:
-                gpu = get_gpu(name)
-            except PlannerError as err:
-                raise PlannerError(f"{at}: field 'type': {err}") from None
+        sheet = item.get("datasheet")
+        if "datasheet" in item and not isinstance(sheet, dict):
+            raise PlannerError(f"{at}: field 'datasheet' must be a mapping")
+        try:
+            gpu = resolve_gpu(name, sheet, f"{where}: gpus[{i}].datasheet")
+        except PlannerError as err:
+            if sheet is not None:
+                raise
+            raise PlannerError(f"{at}: field 'type': {err}") from None
         if "count" not in item:
             raise PlannerError(f"{at}: field 'count' is missing")
         count = int(_number(item["count"], f"{at}: field 'count'", integer=True))

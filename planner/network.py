@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfmodel.errors import at, check_number
 from planner.errors import PlannerError
 
 TIER_NAMES = ("node", "rack", "pod", "cross-pod")
@@ -135,14 +136,8 @@ _TIER_FIELDS = {"name", "bandwidth_gbps", "latency_us", "background"}
 
 def _positive(where: str, value: Any, *, integer: bool = False, allow_zero: bool = False
               ) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if ok and integer:
-        ok = float(value).is_integer()
-    if not ok or not math.isfinite(float(value)) or value < 0 or (value == 0 and not allow_zero):
-        kind = "an integer" if integer else "a number"
-        raise PlannerError(f"{where} must be {kind} {'>= 0' if allow_zero else '> 0'}, "
-                           f"got {value!r}")
-    return float(value)
+    return float(check_number(value, at(where), integer=integer,
+                              gt=None if allow_zero else 0, ge=0 if allow_zero else None))
 
 
 def parse_network(data: Mapping[str, Any] | None, where: str = "network") -> NetworkSpec:

@@ -22,6 +22,7 @@ lengths as the workload is.  From these:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from planner.evaluate import LayoutEvaluator
 from planner.inner.result import InnerResult
 from planner.network import Location
 from planner.placement import TierLoad, place_islands, tier_load
+
+if TYPE_CHECKING:
+    from perfmodel.island import PhaseTable
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,9 @@ def place(ev: LayoutEvaluator, result: InnerResult
     pre = [i for i in live if result.islands[i].role == "prefill"]
     dec = [i for i in live if result.islands[i].role == "decode"]
     load = tier_load(flows["prefill"][pre], flows["decode"][dec], ev.kv_bytes_per_request(),
-                     [where[i] for i in pre], [where[i] for i in dec],
+                     # prefill and decode islands are live, so placed (not None)
+                     cast("list[Location]", [where[i] for i in pre]),
+                     cast("list[Location]", [where[i] for i in dec]),
                      [result.islands[i].size for i in pre],
                      [result.islands[i].size for i in dec], net)
     return where, load
@@ -181,7 +187,8 @@ def operating_point(ev: LayoutEvaluator, result: InnerResult) -> OperatingPoint:
             points.append(IslandPoint(i, isl.role, 0.0, 0, float("nan"), float("nan")))
             continue
         if isl.role == "both":
-            table = ev.colocated_table(isl.gpu, isl.size)
+            # a solution has colocated islands only where the context offers the role
+            table = cast("PhaseTable", ev.colocated_table(isl.gpu, isl.size))
         else:
             t = ev.island(isl.gpu, isl.size)
             table = t.prefill if isl.role == "prefill" else t.decode

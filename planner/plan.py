@@ -12,27 +12,23 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from perfmodel import SLO, get_model
-from perfmodel.calibration import Calibration
-from perfmodel.engines import DEFAULT_ENGINE, get_engine
-from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.errors import NoPlanError, PlannerError
 from planner.evaluate import LayoutEvaluator, PlanningContext
 from planner.feasibility import unmet_slo
-from planner.inner import PIPELINE_SOLVERS, make_inner_solver
+from planner.inner import make_inner_solver, needs_context
 from planner.inner.evaluator import Evaluation, evaluate, pipeline_evaluation
 from planner.inner.pipeline_map import DataCentreNetwork
 from planner.inner.result import InnerResult
-from planner.inventory import Inventory
-from planner.network import parse_network
+from planner.network import NetworkSpec, parse_network
 from planner.operating import OperatingPoint, operating_point
-from planner.outer.exact import ExactResult, ExactSearch
+from planner.outer.exact import ExactResult, ExactSearch, candidate_sizes
 from planner.outer.protocol import (
     Layout,
+    LayoutObjective,
     SearchResult,
     SearchSpace,
     affordable,
@@ -40,60 +36,13 @@ from planner.outer.protocol import (
     layout_cost,
     layout_counts,
 )
-from planner.workload import load_workload, make_ranges
+from planner.outer.registry import OUTER_SEARCHES, make_search, takes_any_objective
+from planner.request import PlanRequest
+from planner.run.plan_json import plan_dict
+from planner.sim.objective import SimulatedObjective
 
 # Progress callback: (step name, done, total)
 StepProgress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class PlanRequest:
-    inventory: Inventory
-    model: str = DEFAULT_MODEL
-    workload: str = DEFAULT_WORKLOAD
-    budget: float | None = None
-    target_rps: float | None = None
-    search: str = "auto"
-    inner: str = "maxrate"
-    seed: int = 0
-    ranges: int = 32
-    slo: SLO = DEFAULT_SLO
-    search_options: dict[str, Any] = field(default_factory=dict)
-    compare_homogeneous: bool = True
-    compare_exact: bool = True
-    exact_time_limit: float = 600.0  # a safety net: exact solves stop on a node limit
-    engine: str = DEFAULT_ENGINE
-    #: Seed 002's own formulation, for reproducing its tables: range rates at the range
-    #: midpoints, no KV-transfer limit (planner.evaluate), no SLO.
-    thesis: bool = False
-    #: What the outer search maximises: the inner solution's capacity ("analytic") or
-    #: the goodput a short simulation of it delivers at the SLO ("simulated";
-    #: planner.sim.objective).
-    objective: str = "analytic"
-    #: Colocated islands (both phases on one island, perfmodel.colocated): "auto" offers
-    #: them for dense models -- where aggregated serving can win (docs/colocated.md) --
-    #: "on" / "off" force it.  Never in thesis mode.
-    colocated: str = "auto"
-
-    @property
-    def offers_colocated(self) -> bool:
-        if self.thesis or self.colocated == "off":
-            return False
-        return self.colocated == "on" or not get_model(self.model).is_moe
-
-    def space(self, inventory: Inventory | None = None) -> SearchSpace:
-        return SearchSpace.from_inventory(inventory or self.inventory, budget=self.budget,
-                                          target_rps=self.target_rps)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"inventory": self.inventory.to_dict(), "model": self.model,
-                "workload": self.workload, "budget": self.budget,
-                "target_rps": self.target_rps, "search": self.search, "inner": self.inner,
-                "seed": self.seed, "ranges": self.ranges, "engine": self.engine,
-                "thesis": self.thesis, "objective": self.objective,
-                "colocated": self.colocated,
-                "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},
-                "search_options": self.search_options}
 
 
 @dataclass(frozen=True)
@@ -141,7 +90,6 @@ class Plan:
         return max(ok, key=lambda b: b.value) if ok else None
 
     def to_dict(self) -> dict[str, Any]:
-        from planner.plan_json import plan_dict
 
         req = self.request
         return plan_dict(
@@ -157,7 +105,7 @@ class Plan:
         """(exact optimum - this plan) / exact optimum, if the exact solve ran."""
         if self.exact is None or not self.exact.value > 0:
             return None
-        if self.request.inner in PIPELINE_SOLVERS:
+        if needs_context(self.request.inner):
             return None  # the exact MILP is another model, not this search's optimum
         return (self.exact.value - self.value) / self.exact.value
 
@@ -178,7 +126,7 @@ def choose_search(req: PlanRequest, space: SearchSpace, colocated: bool) -> tupl
     HiGHS needs minutes."""
     if req.search != "auto":
         return req.search, "as asked (--search)"
-    if req.inner in PIPELINE_SOLVERS:
+    if needs_context(req.inner):
         return "divider", (f"--inner {req.inner} has no per-island tables for the exact "
                            "MILP: divider BO")
     if req.objective == "simulated":
@@ -188,7 +136,6 @@ def choose_search(req: PlanRequest, space: SearchSpace, colocated: bool) -> tupl
         return "divider", ("the thesis's midpoint range tables make the MILP slow (17-300 s "
                            "per Table 5.1 cell against 7-18 s for BO at >= 99.4 % of it, "
                            "docs/bo-vs-exact.md): divider BO with LP warm start")
-    from planner.outer.exact import candidate_sizes
 
     tables = sum(len(v) for v in candidate_sizes(space).values())
     if tables > EXACT_TABLE_LIMIT:
@@ -200,35 +147,6 @@ def choose_search(req: PlanRequest, space: SearchSpace, colocated: bool) -> tupl
     return "exact", why
 
 
-def make_search(name: str, **options: Any):
-    """An outer search by its CLI name; "exact" is the MILP of planner.outer.exact."""
-    if name == "exact":
-        return ExactSearch(**options)
-    from planner.outer import OUTER_SEARCHES
-
-    if name not in OUTER_SEARCHES:
-        raise PlannerError(f"--search: unknown search {name!r}; choose from "
-                           f"{sorted([*OUTER_SEARCHES, 'exact'])}")
-    return OUTER_SEARCHES[name](**options)
-
-
-def _context(req: PlanRequest) -> PlanningContext:
-    model = get_model(req.model)
-    workload = load_workload(req.workload)
-    if req.ranges < 1:
-        raise PlannerError(f"--ranges must be >= 1, got {req.ranges}")
-    ranges = make_ranges(workload, count=req.ranges)
-    get_engine(req.engine)  # a clear error for an unknown name
-    if req.colocated not in ("auto", "on", "off"):
-        raise PlannerError(f"--colocated must be auto, on or off, got {req.colocated!r}")
-    return PlanningContext(model, workload, ranges,
-                           {e.name: e.gpu for e in req.inventory.entries}, req.slo,
-                           Calibration(engine=req.engine),
-                           None if req.thesis else
-                           parse_network(req.inventory.network, "inventory network"),
-                           thesis=req.thesis, colocated=req.offers_colocated)
-
-
 def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: float,
                     progress: StepProgress | None, step: str) -> Baseline:
     exact = ExactSearch(time_limit=limit)
@@ -237,7 +155,9 @@ def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: 
     if not res.layout:
         return Baseline(label, (), 0.0, 0.0, res.status, res.bound, res.gap)
     score = ev(res.layout)
-    paid = tuple((a.gpu, a.size) for a in score.detail.islands if a.role != "idle") \
+    # the evaluator's detail is its InnerResult
+    paid = tuple((a.gpu, a.size) for a in cast(InnerResult, score.detail).islands
+                 if a.role != "idle") \
         if score.detail is not None and score.feasible else res.layout
     return Baseline(label, canonical_layout(paid), score.value, ev.cost(paid), res.status,
                     res.bound, res.gap)
@@ -280,7 +200,7 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     model: one prefill island and one decode island, each the cheapest that fits (exit
     status 2, naming the inventory and the flag, and saying what would make a plan
     exist)."""
-    ctx = _context(req)
+    ctx = PlanningContext.for_request(req)
     ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
     unmet = unmet_slo(ev, req.inventory)
     if unmet:
@@ -337,7 +257,7 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
         sizes = [_smallest_serving(ev, e.name, e.min_island, e.count, phase)
                  for phase in ("prefill", "decode")]
         if None not in sizes:
-            g = max(sizes)
+            g = max(cast("list[int]", sizes))
             hints.append(f"{e.name}: smallest island that serves {req.model} has {g} GPUs "
                          f"(${g * e.price_per_hour:,.2f}/h; a plan needs one for prefill and "
                          f"one for decode, ${2 * g * e.price_per_hour:,.2f}/h)")
@@ -359,7 +279,7 @@ def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str
     problem = ev.problem(layout)
     result = solver.solve(problem)
     op = None
-    if result.feasible and inner not in PIPELINE_SOLVERS:
+    if result.feasible and not needs_context(inner):
         kept = tuple(spec for spec, a in zip(layout, result.islands, strict=True)
                      if a.role != "idle")
         if kept and len(kept) < len(layout):
@@ -370,7 +290,7 @@ def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str
         islands = tuple(replace(a, batch=int(p.batch)) if a.role != "idle"
                         else a for a, p in zip(result.islands, op.islands, strict=True))
         result = replace(result, islands=islands)
-    if inner in PIPELINE_SOLVERS:
+    if needs_context(inner):
         evaluation = pipeline_evaluation(result, problem, ev.full_resolution(layout).pmf)
     else:
         evaluation = evaluate(result, problem, ev.full_resolution(layout))
@@ -392,7 +312,7 @@ def check_network(ctx: PlanningContext, solver, layout: Layout, rate: float,
     compute = free(layout).value
     if not compute > 0 or rate >= NETWORK_BOUND * compute:
         return
-    tier = ctx.network.tiers[ctx.kv_tier]
+    tier = cast(NetworkSpec, ctx.network).tiers[ctx.kv_tier]  # called with a network
     have = tier.effective_bytes_s
     need = have * compute / max(rate, 1e-12)
     raise NoPlanError(
@@ -437,14 +357,14 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     explanation when no layout can serve the request."""
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    ctx = _context(req)
+    ctx = PlanningContext.for_request(req)
     space = req.space()
     search_name, why = choose_search(req, space, ctx.colocated)
-    if req.inner in PIPELINE_SOLVERS:
-        if search_name == "exact":
-            raise PlannerError(f"--inner {req.inner} cannot be used with --search exact: the "
-                               "exact search needs per-island prefill/decode tables, which "
-                               "pipeline solvers do not have; use a BO search")
+    if needs_context(req.inner):
+        if not takes_any_objective(search_name):
+            raise PlannerError(f"--inner {req.inner} cannot be used with --search "
+                               f"{search_name}: that search needs per-island prefill/decode "
+                               "tables, which pipeline solvers do not have; use a BO search")
         net = DataCentreNetwork.from_spec(parse_network(req.inventory.network))
         solver = make_inner_solver(req.inner, context=ctx, network=net)
     else:
@@ -452,12 +372,11 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     ev = LayoutEvaluator(ctx, solver,
                          objective="thesis" if req.inner == "thesis" else "sustained",
                          range_rate="midpoint" if req.thesis else "mix")
-    objective = ev
+    objective: LayoutObjective = ev
     if req.objective == "simulated":
-        if search_name == "exact" or req.inner in PIPELINE_SOLVERS:
+        if not takes_any_objective(search_name) or needs_context(req.inner):
             raise PlannerError("--objective simulated needs a BO or random search and the "
                                "maxrate or thesis inner solver")
-        from planner.sim.objective import SimulatedObjective
 
         objective = SimulatedObjective(
             lambda lay: layout_plan_dict(req, ctx, ev, solver, lay), seed=req.seed,
@@ -466,14 +385,15 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
         raise PlannerError(f"--objective must be analytic or simulated, got {req.objective!r}")
     seconds["setup"] = time.perf_counter() - t0
 
-    if search_name != "exact" and not req.thesis:
+    if takes_any_objective(search_name) and not req.thesis:
         space = footprint_space(space, ev)
     t0 = time.perf_counter()
     options = dict(req.search_options)
-    if req.search == "auto" and search_name == "exact":  # drop options meant for a BO
+    if req.search == "auto":  # drop options the chosen search does not take
         import inspect
 
-        known = set(inspect.signature(ExactSearch.__init__).parameters)
+        search_cls: Any = OUTER_SEARCHES.lookup(search_name)  # a class: its __init__
+        known = set(inspect.signature(search_cls.__init__).parameters)
         options = {k: v for k, v in options.items() if k in known}
     if search_name == "exact":
         options.setdefault("time_limit", req.exact_time_limit)
@@ -492,13 +412,13 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     t0 = time.perf_counter()
     layout, result, evaluation, op = solve_layout(ev, solver, layout, req.inner)
     seconds["evaluate"] = time.perf_counter() - t0
-    if ctx.network is not None and req.inner not in PIPELINE_SOLVERS:
+    if ctx.network is not None and not needs_context(req.inner):
         check_network(ctx, solver, layout, float(result.R_sustained), req)
 
     # The baselines are exact MILPs over the perf-model tables; next to a pipeline plan
     # they answer "what would the disaggregated MILP plan give", so their labels say so.
     tag, base_ev = "", ev
-    if req.inner in PIPELINE_SOLVERS:
+    if needs_context(req.inner):
         tag = " (MILP)"
         base_ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"), objective="sustained",
                                   range_rate="midpoint" if req.thesis else "mix")

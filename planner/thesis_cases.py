@@ -1,13 +1,17 @@
 """The thesis's inner-loop test cases (seed 002 Table 5.2), as data.
 
 Each case is a fixed island layout; §5.2 solves it for DeepSeek-V3 on the synthetic
-workload of Fig. 4.2.  Used by tests/test_table52_cases.py and
+workload of Fig. 4.2.  Used by tests/plan/test_table52_cases.py and
 scripts/inner_cases.py (which redraws Figs. 5.1-5.4 for them).
 """
 
 from __future__ import annotations
 
+from perfmodel import get_gpu, get_model
+from perfmodel.calibration import Calibration
+from planner.evaluate import PlanningContext
 from planner.outer.protocol import Layout, canonical_layout
+from planner.workload import load_workload, make_ranges
 
 
 def _rep(gpu: str, *size_count: tuple[int, int]) -> list[tuple[str, int]]:
@@ -39,10 +43,6 @@ def context():
     """Planning context of §5.2: DeepSeek-V3, the Fig. 4.2 workload, catalog GPUs, and
     the thesis's own Shallowsim-style perf model (``engine="roofline"``), so its cases
     are priced as the thesis priced them."""
-    from perfmodel import get_gpu, get_model
-    from perfmodel.calibration import Calibration
-    from planner.evaluate import PlanningContext
-    from planner.workload import load_workload, make_ranges
 
     w = load_workload(WORKLOAD)
     gpus = {g: get_gpu(g) for g in ("DGX-B300", "Rubin-NVL144", "H800", "H200", "H20")}

@@ -21,8 +21,8 @@ import numpy as np  # noqa: E402
 
 from planner.evaluate import LayoutEvaluator  # noqa: E402
 from planner.inner import evaluate, make_inner_solver  # noqa: E402
-from planner.plan_json import plan_dict  # noqa: E402
 from planner.report.plots import assignment_figure, per_length_figure, png_bytes  # noqa: E402
+from planner.run.plan_json import plan_dict  # noqa: E402
 from planner.thesis_cases import TABLE_5_2, TITLES, context  # noqa: E402
 
 

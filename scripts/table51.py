@@ -42,14 +42,14 @@ def _evaluator(inventory: str, workload: str, ranges: int, inner: str,
     """Table 5.1 is reproduced on the thesis's own Shallowsim-style model (``roofline``);
     ``engine`` prices it on measured kernels instead."""
     from perfmodel import SLO
-    from planner.evaluate import LayoutEvaluator
+    from planner.evaluate import LayoutEvaluator, PlanningContext
     from planner.inner import make_inner_solver
     from planner.inventory import load_inventory
-    from planner.plan import PlanRequest, _context
+    from planner.plan import PlanRequest
 
     req = PlanRequest(load_inventory(REPO / "inventories" / inventory), workload=workload,
                       budget=512.0, ranges=ranges, engine=engine, thesis=True, slo=SLO())
-    return req, LayoutEvaluator(_context(req), make_inner_solver(inner),
+    return req, LayoutEvaluator(PlanningContext.for_request(req), make_inner_solver(inner),
                                 objective="thesis" if inner == "thesis" else "sustained",
                                 range_rate="midpoint")
 

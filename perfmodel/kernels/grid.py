@@ -67,7 +67,7 @@ class LogGrid:
         (2^D - 1 lerps): the hot path of every kernel-time evaluation.
         """
         shape, flat, strides, offsets = self._layout
-        base = 0
+        base: np.ndarray | int = 0
         fracs = []
         for d, u in enumerate(coords):
             x = (np.asarray(u, dtype=float) - self.lo[d]) * (1.0 / self.step[d])

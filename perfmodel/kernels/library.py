@@ -18,6 +18,7 @@ plan report print, so a figure resting on another GPU's kernels says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from perfmodel.kernels.transfer import (
     interconnect_class,
     system_gpu,
 )
+
+if TYPE_CHECKING:
+    from perfmodel.kernels.roofline_set import RooflineKernels
 
 _COMM_OPS = ("allreduce", "alltoall")
 #: Ops whose measured kernels come from one engine whatever the engine asked for:
@@ -82,6 +86,7 @@ class KernelSet:
             m = tables.get(engine, key) if tables else None
             if m is None:
                 continue
+            assert tables is not None  # m is None whenever tables is
             found = (m, system, engine)
             if system != self.gpu.kernel_system or engine != _PREFERRED_ENGINE.get(
                     op, self.engine):
@@ -235,7 +240,7 @@ def _system_link(system: str) -> float | None:
     return g.scaleup_gbps if g else None
 
 
-_SETS: dict[tuple, KernelSet] = {}
+_SETS: dict[tuple, KernelSet | RooflineKernels] = {}
 
 
 def kernels_for(gpu: GPU, engine: str):

@@ -114,7 +114,8 @@ class AllToAllModel:
         return cls(float(d["t0_s"]), float(d["eff"]), float(d["link"]))
 
 
-FORMS = {"efficiency": EfficiencyModel, "curve": CurveModel, "alltoall": AllToAllModel}
+FORMS: dict[str, type[EfficiencyModel] | type[CurveModel] | type[AllToAllModel]] = {
+    "efficiency": EfficiencyModel, "curve": CurveModel, "alltoall": AllToAllModel}
 
 
 def model_from_dict(d: dict):

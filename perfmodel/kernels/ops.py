@@ -57,7 +57,7 @@ def ridge(gpu: GPU, kind: str) -> float:
 
 
 # ---------------------------------------------------------------------------- GEMM
-def gemm_work(m, n, k, kind: str):
+def gemm_work(m, n, k, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """y[m, n] = x[m, k] W[n, k]^T: FLOPs and bytes (bf16 x in, weights, bf16 y out)."""
     m, n, k = (np.asarray(v, dtype=float) for v in (m, n, k))
     flops = 2.0 * m * n * k
@@ -82,7 +82,8 @@ def moe_touched(tokens, topk, experts, ep, balanced: bool):
     return local * -np.expm1(tokens * topk * np.log1p(-1.0 / experts))
 
 
-def moe_work(tokens, hidden, inter, topk, experts, ep, kind: str, balanced: bool = False):
+def moe_work(tokens, hidden, inter, topk, experts, ep, kind: str, balanced: bool = False
+             ) -> tuple[np.ndarray, np.ndarray]:
     """One gated MoE layer (w1, w3, w2 per expert) on one GPU of an expert-parallel group
     of ``ep`` GPUs that together receive ``tokens`` tokens: FLOPs and bytes."""
     tokens, ep = np.asarray(tokens, float), np.asarray(ep, float)
@@ -132,7 +133,8 @@ def context_coords(seq, batch_heads, head_dim):
             np.log2(head_dim) + 0.0 * np.asarray(seq, float))
 
 
-def decode_attention_work(batch, context, heads, kv_heads, head_dim, kv_kind: str):
+def decode_attention_work(batch, context, heads, kv_heads, head_dim, kv_kind: str
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """One decode step over ``batch`` sequences of ``context`` cached tokens: QK^T and PV
     FLOPs, and the KV bytes read (plus the query and output vectors)."""
     bc = np.asarray(batch, float) * np.asarray(context, float)
@@ -152,7 +154,7 @@ def decode_attention_coords(batch, context, heads, kv_heads, head_dim):
             np.log2(head_dim) + 0.0 * ctx)
 
 
-def mla_decode_work(batch, context, heads, kv_kind: str):
+def mla_decode_work(batch, context, heads, kv_kind: str) -> tuple[np.ndarray, np.ndarray]:
     """Absorbed MLA decode (FlashMLA): QK over 576 latent+rope dims and PV over 512, per
     head; one 576-wide latent per cached token, shared by all heads."""
     bc = np.asarray(batch, float) * np.asarray(context, float)

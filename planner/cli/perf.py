@@ -16,6 +16,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import typer
@@ -27,6 +28,7 @@ from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
 from perfmodel.decode import decode_components, mtp_yield, step_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
+from perfmodel.errors import at, check_number
 from perfmodel.kernels.library import kernels_for
 from perfmodel.parallel import ParallelConfig, enumerate_configs, validate_config
 from perfmodel.prefill import prefill_components
@@ -38,8 +40,8 @@ MODES = ("disagg", "agg")
 
 
 def _positive(value: float | None, flag: str) -> None:
-    if value is not None and not value > 0:
-        raise PlannerError(f"{flag} must be > 0, got {value}")
+    if value is not None:
+        check_number(value, at(flag), gt=0)
 
 
 def _col(x: float) -> np.ndarray:
@@ -84,7 +86,8 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
                                  _col(cfg.ep), calib, context=_col(s + 0.5 * d))
         skew = comp.pop("expert_skew", None)
         share = comp.pop("comm_sm_share", None)
-        once = {k: comp.pop(k) for k in ("lm_head", "mtp_module", "step_gap") if k in comp}
+        once: dict[str, np.ndarray] = {k: comp.pop(k) for k in ("lm_head", "mtp_module",
+                                                                 "step_gap") if k in comp}
         sm = step_model(gpu, spec, _col(dec.batch[s]), _col(cfg.tp), _col(cfg.dp),
                         _col(cfg.ep), calib)
         k_yield = mtp_yield(calib, spec)[1]
@@ -97,7 +100,8 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
                  "tokens_per_step": k_yield}
         if skew is not None:
             entry["expert_load_skew"] = round(float(np.ravel(skew)[0]), 4)
-            entry["comm_sm_share"] = round(float(np.ravel(share)[0]), 4)
+            # decode_components sets comm_sm_share with expert_skew (MoE models)
+            entry["comm_sm_share"] = round(float(np.ravel(cast(np.ndarray, share))[0]), 4)
         out["decode_step"] = entry
     return out
 
@@ -115,7 +119,7 @@ def perf(
     weight_dtype: str = typer.Option(None, help="Override weight dtype (fp4/fp8/bf16)."),
     kv_dtype: str = typer.Option(None, help="Override KV-cache dtype (fp8/bf16)."),
     engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
-                               f"and behaviour are used: {', '.join(ENGINES)}."),
+                               f"and behaviour are used. {ENGINES.help()}."),
     mode: str = typer.Option("disagg", help="disagg (prefill and decode islands) or agg "
                              "(one island, both phases, in-flight batching)."),
     tp: int = typer.Option(None, help="Pin tensor parallelism (with --dp, --ep)."),

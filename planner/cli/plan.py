@@ -22,9 +22,14 @@ from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from planner.cli.progress import step_bars
 from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.errors import PlannerError
+from planner.inner.registry import DEFAULT_INNER, INNER_SOLVERS, needs_context
+from planner.outer.registry import OUTER_SEARCHES, iterative
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
-SEARCHES = ("auto", "divider", "direct", "random", "exact")
+SEARCHES = ("auto", *OUTER_SEARCHES)
+#: ``auto`` is the planner's choice among the registered searches (planner.plan).
+AUTO_HELP = {"auto": "the exact MILP for the analytic objective, BO where a MILP cannot "
+                     "go; the report says which and why (default)"}
 
 
 def _default_out(inventory: Path, workload: str) -> Path:
@@ -34,8 +39,8 @@ def _default_out(inventory: Path, workload: str) -> Path:
 
 def _close_loop(plan, seed: int, console: Console, quiet: bool):
     """Simulate the plan, correct its capacities, bound it by the SLO
-    (planner.sim.closed_loop); returns the plan dict with the loop's headline."""
-    from planner.sim.closed_loop import close_plan
+    (planner.closed_plan); returns the plan dict with the loop's headline."""
+    from planner.closed_plan import close_plan
 
     def say(msg: str) -> None:
         if not quiet:
@@ -52,11 +57,8 @@ def plan(
                                      "requests/s at the lowest $/hour."),
     model: str = typer.Option(DEFAULT_MODEL, help="Built-in model or config.json path."),
     workload: str = typer.Option(DEFAULT_WORKLOAD, help="Built-in workload or YAML path."),
-    search: str = typer.Option("auto", help=f"Outer search: {', '.join(SEARCHES)} (auto: "
-                               "the exact MILP for the analytic objective, BO where a MILP "
-                               "cannot go; the report says which and why; docs/outer.md)."),
-    inner: str = typer.Option("maxrate", help="Inner solver (see `planner plan --help`): "
-                              "maxrate (weight-free, default) or thesis (§4.8.1 MILP)."),
+    search: str = typer.Option("auto", help=f"Outer search. {OUTER_SEARCHES.help(AUTO_HELP)}."),
+    inner: str = typer.Option(DEFAULT_INNER, help=f"Inner solver. {INNER_SOLVERS.help()}."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
     out: Path = typer.Option(None, help="Run folder (default: reports/<time>-<inventory>-"
                              "<workload>)."),
@@ -87,8 +89,7 @@ def plan(
                                            "any machine)."),
     resume: bool = typer.Option(False, help="Resume an interrupted search in --out."),
     engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
-                               f"and behaviour the perf model uses: {', '.join(ENGINES)} "
-                               "(roofline: the thesis's model)."),
+                               f"and behaviour the perf model uses. {ENGINES.help()}."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
 ) -> None:
     """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
@@ -108,7 +109,7 @@ def plan(
         raise PlannerError("--resume needs the --out folder of the interrupted run")
     inv = load_inventory(inventory)
     options = {k: v for k, v in (("iterations", iterations), ("batch_size", batch_size))
-               if v is not None and search in ("divider", "direct", "auto")}
+               if v is not None and (search == "auto" or iterative(search))}
     req = PlanRequest(inv, model=model, workload=workload, budget=budget,
                       target_rps=target_rps, search=search, inner=inner, seed=seed,
                       ranges=ranges, slo=SLO() if no_slo else SLO(ttft_ms, tpot_ms),
@@ -135,7 +136,7 @@ def plan(
         print(f"interrupted: the search so far is saved in {checkpoint}; resume with\n"
               f"  planner {argv} --resume", file=sys.stderr)
         raise typer.Exit(130) from None
-    if sim_check and inner in ("maxrate", "thesis"):
+    if sim_check and not needs_context(inner):
         plan_dict = _close_loop(result, seed, console, quiet)
     else:
         plan_dict = result.to_dict()

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 
 def step_bars(console: Console, quiet: bool, label_width: int = 24
@@ -14,7 +21,7 @@ def step_bars(console: Console, quiet: bool, label_width: int = 24
     progress = Progress(TextColumn(f"{{task.description:<{label_width}}}"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                         transient=True, disable=quiet)
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def step(name: str, done: int, total: int) -> None:
         if name not in tasks:

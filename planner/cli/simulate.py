@@ -19,13 +19,13 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.errors import PlannerError
+from planner.sim.routers.registry import ROUTERS
 
 
 def simulate(
     run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan`."),
     router: str = typer.Option("range", "--router", help="Router, or several separated by "
-                               "commas: range, round-robin, jsq, cache-load, netkv, "
-                               "netkv-static, topo-only, mixing, dqn."),
+                               f"commas. {ROUTERS.help()}."),
     rate: str = typer.Option("0.8x", "--rate", help="Requests/s (e.g. 300) or a multiple "
                              "of the plan's capacity (e.g. 0.8x, 2x)."),
     workload: str | None = typer.Option(None, "--workload", help="Workload to sample "
@@ -51,8 +51,8 @@ def simulate(
                                       "sglang, vllm or roofline (default: the plan's)."),
 ) -> None:
     """Simulate the plan in RUN_DIR and write latency metrics and plots beside it."""
+    from planner.inner.registry import needs_context
     from planner.report import load_plan, render_report
-    from planner.sim.pipeline_cluster import PIPELINE_INNERS
     from planner.sim.results import write_simulation
     from planner.sim.run import SimSettings, pipeline_settings, run_plan
 
@@ -69,7 +69,7 @@ def simulate(
                                ttft_slo_s=ttft_slo, tpot_slo_s=tpot_slo,
                                fair_sharing=not no_fair_sharing, engine=engine)
         inner = (plan.get("request") or {}).get("inner")
-        if inner in PIPELINE_INNERS:  # "range" means JFFC on a pipeline plan
+        if needs_context(inner):  # "range" means JFFC on a pipeline plan
             settings = pipeline_settings(settings, inner)
         name = settings.router
         with console.status(f"simulating {requests:,} requests with router {name} ..."):
@@ -86,7 +86,7 @@ def simulate(
 
 
 def _table(runs) -> Table:
-    from planner.sim.results import summary_rows
+    from planner.run.simulations import summary_rows
 
     header, rows = summary_rows([r.summary() for r in runs])
     keep = [header.index(h) for h in TERMINAL_COLUMNS]  # the report has them all

@@ -84,7 +84,7 @@ def show(
     print(f"max_len: {w.max_len}   clipped mass above max_len: {w.clipped_mass:.4%}   "
           f"decode max: {w.decode_max}")
     header = ("", "mean", "p50", "p90", "p99", "max")
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
     for label in ("input", "output"):
         s = summary[label]
         rows.append((label, _fmt(s.get("mean"), 6),

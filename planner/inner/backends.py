@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from planner.inner.bnb import solve_bnb
 from planner.inner.highs import new_highs
 from planner.inner.model import SolveOutcome, SparseMILP
 
@@ -47,7 +48,6 @@ def solve_model(
     if backend == "highs":
         return _solve_highspy(model, time_limit, mip_rel_gap, start, node_limit)
     if backend == "bnb":
-        from planner.inner.bnb import solve_bnb
 
         return solve_bnb(model, gap=1e-4 if mip_rel_gap is None else mip_rel_gap,
                          time_limit=time_limit)

@@ -148,6 +148,7 @@ def branch_and_check(
             # Integral point.
             xi = x.copy()
             xi[icols] = np.rint(v)
+            cuts: list[tuple[float, float, np.ndarray, np.ndarray]]
             if evaluate is None:
                 exact, payload, cuts = val, None, []
             else:

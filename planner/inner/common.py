@@ -123,6 +123,7 @@ def solve_formulation(
         out = solve_model(model, backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
         if out.x is None:
             return CoreOutcome(out.status, out.seconds, out.message)
+        both: list[Any]
         xp, xd, roles, *both = extract(model, out.x, ctx)
         return CoreOutcome(out.status, out.seconds, out.message, out.objective, out.mip_gap,
                            xp, xd, roles, extra(model, out.x, ctx) if extra else {},

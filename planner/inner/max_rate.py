@@ -49,7 +49,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.inner.common import run_inner, solve_formulation
+from planner.inner.common import run_inner, solve_formulation, usable_islands
+from planner.inner.max_rate_bc import solve_max_rate_bc
 from planner.inner.model import MILPBuilder, SparseMILP
 from planner.inner.pooling import pooled_tables3
 from planner.inner.problem import InnerProblem
@@ -181,7 +182,6 @@ class MaxRateMILP:
     name: str = "maxrate"
 
     def build(self, problem: InnerProblem) -> SparseMILP:
-        from planner.inner.common import usable_islands
 
         return build_max_rate(problem, usable_islands(problem), aggregate=self.aggregate)[0]
 
@@ -189,7 +189,6 @@ class MaxRateMILP:
         # The decomposition works phase by phase; colocated islands couple the phases,
         # so problems that offer them go to the monolithic MILP (HiGHS).
         if self.solver == "bc" and problem.both_rps is None:
-            from planner.inner.max_rate_bc import solve_max_rate_bc
 
             gap = DEFAULT_GAP if self.mip_rel_gap is None else self.mip_rel_gap
             return run_inner(

@@ -11,6 +11,7 @@ cost more than the solve itself; see docs/inner.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -113,7 +114,7 @@ class MILPBuilder:
         n: int,
         row: np.ndarray,
         col: np.ndarray,
-        val: np.ndarray,
+        val: Any,  # scalar or array, broadcast to the shape of ``row``
         *,
         lower: float | np.ndarray = -INF,
         upper: float | np.ndarray = INF,

@@ -5,7 +5,7 @@ Seeds 000 (Sun et al., PEVA 2025, §2.2) and 001 (Sun, He, Hou, §2.1) see the m
 follows a chain of servers that covers the model in order.  Here a server is one whole
 island of ``size`` GPUs of one type, and its parameters come from the perf model:
 
-* memory ``M_j`` = ``perfmodel.memory.usable_bytes(gpu) · size`` (the island's usable
+* memory ``M_j`` = ``IslandTiming.usable_bytes · size`` (the island's usable
   HBM, runtime reserve taken out);
 * block bytes ``s_m`` = ``total_params · weight_bytes / L`` -- *approximation*: every
   layer is charged the same share of the weights, experts and embeddings included
@@ -49,19 +49,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from perfmodel import DEFAULT_CALIBRATION, GPU, Calibration, ModelSpec
-from perfmodel.decode import step_model
-from perfmodel.memory import (
-    kv_bytes_per_token_per_gpu,
-    thesis_batch_rule,
-    usable_bytes,
-    weight_bytes_per_gpu,
-)
-from perfmodel.parallel import enumerate_configs
-from perfmodel.prefill import prefill_time
+from perfmodel.parallel import ParallelConfig, enumerate_configs
+from perfmodel.timing import IslandTiming, thesis_batch_rule
 from planner.inner.blocks import BlockModel, NetworkDescription
 from planner.inner.blocks import Server as BlockServer
 from planner.inner.chains import ChainModel
@@ -154,7 +148,8 @@ def island_config(size: int, model: ModelSpec, gpu: GPU | None = None,
         key = (op.blocks == model.layers, op.throughput)
         if key > best_key:
             best, best_key = cfg, key
-    return best.tp, best.dp, best.ep
+    chosen = cast(ParallelConfig, best)  # still None here only if no configuration qualified
+    return chosen.tp, chosen.dp, chosen.ep
 
 
 @dataclass(frozen=True)
@@ -187,21 +182,21 @@ def operating_point(gpu: GPU, model: ModelSpec, wl: PipelineWorkload, tp: int, d
     ``b_g t_pre`` (it waits for the group's other prefills); the knee keeps nearly all
     the throughput without the memory-sized batch's minutes-long lifetimes.
     """
-    usable = usable_bytes(gpu, calib)
-    weights = float(weight_bytes_per_gpu(model, tp, dp, ep))
+    timing = IslandTiming(gpu, model, tp, dp, ep, calib)
+    usable = timing.usable_bytes
+    weights = float(timing.weight_bytes_per_gpu)
     frac = 1.0 if weights <= usable else 0.5 * usable / weights
     blocks = max(1, min(model.layers, int(frac * model.layers)))
     frac = blocks / model.layers
-    kv = float(kv_bytes_per_token_per_gpu(model, tp)) * frac * (
+    kv = float(timing.kv_bytes_per_token_per_gpu) * frac * (
         wl.input_reserve + wl.output_reserve)
     limit = int(float(thesis_batch_rule(np.array([max(usable - frac * weights, 0.0) // kv]))[0]))
-    t_pre = float(np.asarray(prefill_time(gpu, model, float(wl.mean_input), tp, dp, ep, 0.0,
-                                          calib)).ravel()[0])
+    t_pre = float(np.asarray(timing.prefill_s(float(wl.mean_input))).ravel()[0])
     if limit < 1:
         return OperatingPoint(0, blocks, t_pre, math.inf, 0.0)
     b = np.arange(1, limit + 1, dtype=float)
-    steps = np.asarray(step_model(gpu, model, b, tp, dp, ep, calib)
-                       .step_time(wl.mean_input + 0.5 * wl.mean_output), dtype=float).ravel()
+    steps = np.asarray(timing.steps(b).step_time(wl.mean_input + 0.5 * wl.mean_output),
+                       dtype=float).ravel()
     x = dp / (t_pre + wl.mean_output * steps / b)
     k = int(np.argmax(x >= BATCH_KNEE * x[-1]))
     return OperatingPoint(k + 1, blocks, t_pre, float(steps[k]), float(x[k]))
@@ -227,12 +222,13 @@ def island_server(name: str, gpu: GPU, size: int, model: ModelSpec, wl: Pipeline
     per_group = max(1.0, np.ceil(sessions / dp))
     t_step = op.t_step
     if batch is not None or not math.isfinite(t_step):
-        t_step = float(np.asarray(step_model(gpu, model, per_group, tp, dp, ep, calib)
+        t_step = float(np.asarray(IslandTiming(gpu, model, tp, dp, ep, calib).steps(per_group)
                                   .step_time(wl.mean_input + 0.5 * wl.mean_output)).ravel()[0])
     # each session also waits for its group's other prefills ("contention")
     t_pre = op.t_prefill * per_group
     L = model.layers
-    return IslandServer(name, gpu.name, size, usable_bytes(gpu, calib) * size, t_pre / L,
+    usable = IslandTiming(gpu, model, tp, dp, ep, calib).usable_bytes
+    return IslandServer(name, gpu.name, size, usable * size, t_pre / L,
                         t_step / L, t_pre / wl.mean_input / L, tp, ep, sessions)
 
 

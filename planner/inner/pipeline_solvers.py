@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar, Protocol
 
 import numpy as np
 
+from perfmodel import GPU, Calibration, ModelSpec
 from planner.errors import NoPlanError
 from planner.inner.blocks import Load, solve_blocks
 from planner.inner.chains import ChainPlan, plan_chains
@@ -48,7 +51,9 @@ from planner.inner.pipeline_map import (
     island_server,
 )
 from planner.inner.problem import InnerProblem
+from planner.inner.protocol import NEEDS_CONTEXT
 from planner.inner.result import InnerResult, IslandAssignment, infeasible_result
+from planner.workload import Workload
 
 
 def geometric_grid(top: int, points: int = 12) -> list[int]:
@@ -90,13 +95,29 @@ def _pipeline_result(problem: InnerProblem, solver: str, T: float,
         note="; ".join(n for n in (problem.note, note) if n), extra=extra)
 
 
+class PipelineContext(Protocol):
+    """What the pipeline solvers read of the planning context (a
+    :class:`planner.evaluate.PlanningContext` satisfies it; the inner layer names only
+    what it uses, so it does not depend on the layer above)."""
+
+    @property
+    def model(self) -> ModelSpec: ...
+    @property
+    def workload(self) -> Workload: ...
+    @property
+    def gpus(self) -> Mapping[str, GPU]: ...
+    @property
+    def calib(self) -> Calibration: ...
+
+
 @dataclass
 class _PipelineBase:
-    """Shared mapping: context (a :class:`~planner.evaluate.PlanningContext`), network,
-    decode batch override (``None``: each island's own batch, see
-    :mod:`planner.inner.pipeline_map`)."""
+    """Shared mapping: context (:class:`PipelineContext`), network, decode batch
+    override (``None``: each island's own batch, see :mod:`planner.inner.pipeline_map`)."""
 
-    context: object
+    capabilities: ClassVar[frozenset[str]] = frozenset({NEEDS_CONTEXT})
+
+    context: PipelineContext
     network: DataCentreNetwork = DataCentreNetwork()
     batch: int | None = None
 
@@ -232,6 +253,3 @@ class ChainsSolver(_PipelineBase):
         return _pipeline_result(problem, self.name, float(plan.max_throughput), stages, t0,
                                 note, extra)
 
-
-#: Solvers that need the planning context (and cannot feed the exact outer search).
-PIPELINE_SOLVERS = {"seed000": BlocksSolver, "seed001": ChainsSolver}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -145,7 +146,7 @@ def infeasible_result(
     """An ``"infeasible"`` result: every island idle, all rates zero, ``reason`` set."""
     if problem is None:
         islands: tuple[IslandAssignment, ...] = ()
-        ranges = {"range_start": (), "range_end": (), "range_prob": ()}
+        ranges: dict[str, Any] = {"range_start": (), "range_end": (), "range_prob": ()}
     else:
         J = problem.n_ranges
         islands = tuple(
@@ -166,7 +167,7 @@ def infeasible_result(
 def range_metrics(
     problem: InnerProblem, x_prefill: np.ndarray, x_decode: np.ndarray,
     x_both: np.ndarray | None = None,
-) -> dict[str, float | np.ndarray]:
+) -> dict[str, Any]:
     """Per-range rates and the totals of the module docstring for an assignment;
     colocated islands (``x_both``) count towards both phases."""
     p = problem.range_prob

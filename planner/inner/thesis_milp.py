@@ -70,7 +70,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.inner.common import solve_formulation
+from planner.inner.common import solve_formulation, usable_islands
 from planner.inner.model import MILPBuilder, SparseMILP
 from planner.inner.problem import InnerProblem
 from planner.inner.result import InnerResult
@@ -196,7 +196,6 @@ class ThesisMILP:
         return AUTO_M_MARGIN * (1.0 + float(problem.range_prob.max()))
 
     def build(self, problem: InnerProblem) -> SparseMILP:
-        from planner.inner.common import usable_islands
 
         return build_thesis_milp(problem, usable_islands(problem),
                                  M=self.effective_M(problem), tau=self.tau, eps=self.eps)[0]

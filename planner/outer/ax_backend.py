@@ -39,6 +39,7 @@ import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 from ax.adapter.registry import Cont_X_trans, Generators, Y_trans
@@ -168,7 +169,8 @@ class _Client(Client):
         exp = self._experiment
         data = []
         for index, raw in results.items():
-            trial = exp.trials[index]
+            # BaseTrial has no .arm; the driver only makes one-arm Trials, whose arm is set
+            trial = cast(Any, exp.trials[index])
             data.append(trial._raw_evaluations_to_data(
                 raw_data={trial.arm.name: [(math.nan, raw)]}))
         exp.attach_data(Data.from_multiple_data(data))
@@ -178,8 +180,8 @@ class _Client(Client):
 
     def running(self) -> dict[int, dict]:
         """Trials generated but never completed (an interrupted batch)."""
-        return {i: dict(t.arm.parameters) for i, t in self._experiment.trials.items()
-                if not t.status.is_terminal}
+        return {i: dict(cast(Any, t).arm.parameters)  # one-arm Trials (complete_many)
+                for i, t in self._experiment.trials.items() if not t.status.is_terminal}
 
     def values(self, metric: str) -> dict[int, float]:
         """Observed ``metric`` of every trial that has data."""

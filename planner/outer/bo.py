@@ -47,8 +47,13 @@ from typing import Any
 
 from planner.errors import PlannerError
 from planner.outer.checkpoint import load_checkpoint, save_checkpoint
-from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding
+from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding, Params
+from planner.outer.exact import ExactSearch
+from planner.outer.polish import polish
 from planner.outer.protocol import (
+    BLACK_BOX,
+    ITERATIVE,
+    Layout,
     LayoutObjective,
     Progress,
     Score,
@@ -60,6 +65,9 @@ from planner.outer.tracking import Tracker, check_seed
 
 class _BayesianSearch:
     name = "bo"
+    capabilities = frozenset({BLACK_BOX, ITERATIVE})
+
+    _bo: dict[str, Any]  # BOSettings keywords
 
     def __init__(self, *, iterations: int, batch_size: int, sobol_trials: int | None,
                  min_island: int | None, surrogate: str, num_restarts: int,
@@ -159,6 +167,7 @@ class _BayesianSearch:
             try:
                 for index, params in driver.running().items():  # cut short last time
                     run(index, params, "sobol" if index < self.sobol_trials else "bo")
+                warm: list[Params] | Layout  # Sobol points here, the LP layout below
                 warm = enc.sample(self.sobol_trials, seed=seed, quasi=True)
                 for j in range(driver.n_trials(), self.sobol_trials):
                     run(driver.attach(warm[j]), warm[j], "sobol")
@@ -191,7 +200,6 @@ class _BayesianSearch:
         if warm:
             tracker.evaluate(warm, "warm")
         if self.polish:
-            from planner.outer.polish import polish
 
             start = tracker.best_layout or warm
             if start:
@@ -199,13 +207,12 @@ class _BayesianSearch:
         return tracker.result(self.name, settings)
 
 
-def _warm_layout(space: SearchSpace, objective: LayoutObjective):
+def _warm_layout(space: SearchSpace, objective: LayoutObjective) -> Layout:
     """The LP warm start's layout (module docstring), or () when the objective has no
     range tables to build it from."""
     ev = getattr(objective, "analytic", objective)
     if not hasattr(ev, "range_tables") or not hasattr(ev, "context"):
         return ()
-    from planner.outer.exact import ExactSearch
 
     try:
         return ExactSearch().relaxed_layout(space, ev)

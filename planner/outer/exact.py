@@ -41,7 +41,16 @@ import numpy as np
 
 from planner.inner.backends import solve_model
 from planner.inner.model import MILPBuilder
-from planner.outer.protocol import COST_TOL, Layout, SearchSpace, affordable
+from planner.outer.polish import polish
+from planner.outer.protocol import (
+    COST_TOL,
+    HistoryPoint,
+    Layout,
+    SearchResult,
+    SearchSpace,
+    affordable,
+)
+from planner.outer.tracking import Tracker
 
 ROLES = ("prefill", "decode")
 
@@ -199,6 +208,7 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
     # tolerances: a range with tiny demand is otherwise "served" by a y of 1e-5 under an
     # n that rounds to zero islands, a layout that cannot serve it at all.
     if not relax:
+        covers: set[frozenset[int]] | list[tuple[int, ...]]  # a set, then sorted tuples
         covers = set()
         for role in ROLES:
             idx = [k for k, c in enumerate(cands) if c.role == role]
@@ -294,6 +304,7 @@ class ExactSearch:
     """
 
     name = "exact"
+    capabilities: frozenset[str] = frozenset()  # needs tables: not a black box
 
     def __init__(self, time_limit: float = 600.0, mip_rel_gap: float = 1e-4,
                  prune_tol: float = 0.005, max_island: int | None = None,
@@ -367,7 +378,6 @@ class ExactSearch:
 
     def search(self, space: SearchSpace, objective, *, seed: int = 0, progress=None,
                checkpoint=None):
-        from planner.outer.protocol import HistoryPoint, SearchResult
 
         t0 = time.perf_counter()
         res = self.solve(space, objective, progress)
@@ -377,10 +387,9 @@ class ExactSearch:
                     "prune_tol": self.prune_tol,
                     "message": res.message}
         if self.polish:
-            from planner.outer.polish import polish
-            from planner.outer.tracking import Tracker
 
             tracker = Tracker(space, objective, planned=self.polish + 1)
+            start: Layout | None
             if res.layout:
                 first = tracker.evaluate(res.layout, "exact")
                 settings["milp_layout"] = [list(i) for i in res.layout]

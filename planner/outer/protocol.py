@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
 
 Island = tuple[str, int]  # (GPU type name, island size in GPUs)
@@ -38,6 +39,15 @@ Layout = tuple[Island, ...]  # canonical: sorted, islands of size 0 dropped
 # Budgets and costs are sums of a few hundred float products: compare with a tolerance
 # so that a layout costing exactly the budget is not rejected by rounding.
 COST_TOL = 1e-9
+
+#: Capabilities an outer search declares (``capabilities`` class attribute, read by
+#: :data:`planner.outer.registry.OUTER_SEARCHES`):
+#: it treats the objective as a black box -- any layout -> score callable, so the
+#: simulated objective and the pipeline inner solvers can drive it (the exact MILP
+#: needs an evaluator's per-island tables instead);
+BLACK_BOX = "black-box"
+#: it runs in iterations of a batch of candidates (``iterations=``, ``batch_size=``).
+ITERATIVE = "iterative"
 
 
 def canonical_layout(islands: Iterable[Island]) -> Layout:
@@ -310,7 +320,6 @@ class SearchResult:
         )
 
     def save(self, path: Path) -> None:
-        from planner.atomic import write_text_atomic
 
         write_text_atomic(Path(path), json.dumps(self.to_json(), indent=1))
 

@@ -20,7 +20,7 @@ from typing import Any
 from planner.errors import PlannerError
 from planner.outer.checkpoint import load_checkpoint, save_checkpoint
 from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding
-from planner.outer.protocol import LayoutObjective, Progress, SearchResult, SearchSpace
+from planner.outer.protocol import BLACK_BOX, LayoutObjective, Progress, SearchResult, SearchSpace
 from planner.outer.tracking import Tracker, check_seed
 
 ENCODINGS = ("divider", "direct")
@@ -28,6 +28,7 @@ ENCODINGS = ("divider", "direct")
 
 class RandomSearch:
     name = "random"
+    capabilities = frozenset({BLACK_BOX})
 
     def __init__(self, evaluations: int = 256, encoding: str = "divider", *,
                  quasi: bool = False, skew_range: float = 5.0, min_island: int | None = 2,

@@ -13,7 +13,7 @@ A run folder holds::
 :func:`summary_text` is the terminal summary.  Both writers render everything in
 memory from the *JSON round trip* of the plan — what ``plan.json`` will hold — so a
 re-render of an unchanged folder reproduces its files byte for byte, then publish
-atomically (see :mod:`planner.report.files`).
+atomically (see :mod:`planner.run.files`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import PlannerError
-from planner.report import csv_tables, files, html, markdown, plots, sim_section
-from planner.report.schema import SCHEMA_VERSION, check_plan, dumps_plan, load_plan
+from planner.report import csv_tables, html, markdown, plots, sim_section
 from planner.report.terminal import summary_plain, summary_text
+from planner.run import files
+from planner.run.schema import SCHEMA_VERSION, check_plan, dumps_plan, load_plan
+from planner.run.simulations import load_index
 
 __all__ = ["SCHEMA_VERSION", "RENDERED", "load_plan", "render_report", "summary_plain",
            "summary_text", "write_run"]
@@ -51,7 +53,6 @@ def _render(plan: Mapping[str, Any], sims: list[dict[str, Any]] | None = None
 
 
 def _simulations(run_dir: Path) -> list[dict[str, Any]]:
-    from planner.sim.results import load_index
 
     return load_index(run_dir)
 

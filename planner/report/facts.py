@@ -14,6 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.engines import DEFAULT_ENGINE, ENGINES
+from planner.outer.protocol import parse_layout_text
+
 DASH = "—"
 
 
@@ -72,7 +75,6 @@ def layout_label(layout: Any, empty: str = DASH) -> str:
     if not layout:
         return empty
     if isinstance(layout, str):
-        from planner.outer.protocol import parse_layout_text
 
         try:
             layout = parse_layout_text(layout)
@@ -264,7 +266,6 @@ def capacity_check(plan: Mapping[str, Any]) -> str:
 
 def engine_sentence(req: Mapping[str, Any]) -> str:
     """Which engine's measured kernels and behaviour the plan was priced with."""
-    from perfmodel.engines import DEFAULT_ENGINE, ENGINES
 
     name = req.get("engine") or DEFAULT_ENGINE
     prof = ENGINES.get(name)

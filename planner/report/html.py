@@ -19,6 +19,7 @@ from planner.report.csv_tables import TABLES
 from planner.report.facts import fmt, headline, homogeneous_ratio, money, num, pct
 from planner.report.markdown import title
 from planner.report.plots import FIGURES
+from planner.run.simulations import summary_rows
 
 _CSS = """
 *{box-sizing:border-box}
@@ -99,7 +100,6 @@ def _simulation_html(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]],
                      sim_pngs: Mapping[str, bytes]) -> list[str]:
     if not sims:
         return []
-    from planner.sim.results import summary_rows
 
     capacity = fmt(plan["summary"].get("requests_per_s"))
     out = ['<h2 id="simulation">Simulated latency</h2>',

@@ -9,6 +9,7 @@ from planner.report import sections, sim_section
 from planner.report.csv_tables import TABLES
 from planner.report.facts import fmt, headline
 from planner.report.plots import FIGURES
+from planner.run.simulations import summary_rows
 
 
 def _escape(text: str) -> str:
@@ -34,7 +35,6 @@ def simulation_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any
     """The "Simulated latency" section (empty without simulation runs)."""
     if not sims:
         return []
-    from planner.sim.results import summary_rows
 
     capacity = fmt(plan["summary"].get("requests_per_s"))
     parts = ["## Simulated latency", "", sim_section.INTRO.format(capacity=capacity), "",

@@ -28,9 +28,10 @@ _WRAP = {"input lengths served", "input lengths", "islands", "plan", "latency", 
 
 def _rich(table: sections.Table, caption: str, compact: bool = False) -> Table:
     header, rows = table
+    style: dict[str, Any] = ({"box": box.SIMPLE_HEAD, "pad_edge": False, "padding": (0, 0)}
+                             if compact else {})
     t = Table(title=caption, title_justify="left", title_style="bold", header_style="bold",
-              **({"box": box.SIMPLE_HEAD, "pad_edge": False, "padding": (0, 0)}
-                 if compact else {}))
+              **style)
     for h in header:
         # identifiers and figures stay whole; descriptive columns wrap in narrow terminals
         t.add_column(h, justify="right" if h in _NUMERIC else "left",

@@ -179,7 +179,8 @@ def requests_from_trace(path: str | Path, fmt: str, *, rate: float | None = None
     and outputs to ``[1, max_output]`` when given; Mooncake block hashes become
     ``prefix_hashes``.
     """
-    ins, outs, times, hashes = [], [], [], []
+    ins, outs, times = [], [], []
+    hashes: list[tuple[int, ...]] = []
     have_time, have_hash, count = True, False, 0
     for chunk in iter_trace(path, fmt, columns=columns, time_unit=time_unit):
         take = len(chunk) if n is None else min(len(chunk), int(n) - count)

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 
 from planner.defaults import SLO_ATTAINMENT
+from planner.sim.metrics import request_columns
+from planner.sim.run import SimSettings, run_plan
 
 TOLERANCE = 0.05
 #: What one seeded run must show for the promise to hold on runs the loop never saw:
@@ -134,8 +136,6 @@ SATURATED = 0.97
 def simulate_at(plan: Mapping[str, Any], rate: float, seed: int, *,
                 warmup_s: float = WARMUP_S, measure_s: float = MEASURE_S) -> Check:
     """One seeded simulation of ``plan`` at ``rate`` requests/s (see :class:`Check`)."""
-    from planner.sim.metrics import request_columns
-    from planner.sim.run import SimSettings, run_plan
 
     n = _requests_for(rate, warmup_s + measure_s)
     warm = warmup_s / (warmup_s + measure_s)
@@ -226,7 +226,7 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
         rounds += 1
         for key, f in measured.items():
             factors[key] = factors.get(key, 1.0) * min(f, 1.5)
-        worst = min(measured, key=measured.get)
+        worst = min(measured, key=measured.__getitem__)  # every key is present
         say(f"sustained {check.sustained:.0%} of the offered load; {worst} islands "
             f"finish {measured[worst]:.0%} of their planned rate -- correcting "
             f"{len(measured)} island kind(s) and re-solving")
@@ -277,41 +277,6 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
                             note, checks, factors)
 
 
-def close_plan(plan, *, seed: int = 0, progress: Callable[[str], None] | None = None
-               ) -> dict[str, Any]:
-    """A solved :class:`planner.plan.Plan` through the closed loop: its plan dict with
-    the headline that holds in simulation (what ``planner plan`` writes).
-
-    In target mode the promise is the target: while the simulated headline falls short
-    of it, the plan is made again for a target raised by the shortfall (the cheapest
-    plan whose *simulated* capacity meets the target, at most ``MAX_ROUNDS`` re-plans);
-    the plan's request keeps the user's target and ``closed_loop.planned_for_rps``
-    records what the search was asked for."""
-    from dataclasses import replace
-
-    from planner.plan import make_plan, resolve_plan
-
-    target = plan.request.target_rps
-    asked = target
-    for _ in range(MAX_ROUNDS + 1):
-        final, loop = close_loop(plan.to_dict(),
-                                 lambda f, p=plan: resolve_plan(p, f).to_dict(),
-                                 seed=seed, progress=progress)
-        out = with_loop(dict(final), loop)
-        if target is None or loop.headline_rps >= target * (1 - 1e-9) or \
-                loop.headline_rps <= 0:
-            break
-        asked = asked * (target / loop.headline_rps) * 1.02
-        if progress:
-            progress(f"{loop.headline_rps:,.1f} requests/s hold in simulation, short of "
-                     f"the target {target:g}: planning for {asked:,.1f}")
-        plan = make_plan(replace(plan.request, target_rps=asked))
-    if target is not None:
-        out["request"] = dict(out["request"], target_rps=target)
-        out["summary"]["closed_loop"]["planned_for_rps"] = asked
-    return out
-
-
 def with_loop(plan_dict: dict[str, Any], loop: LoopResult) -> dict[str, Any]:
     """The plan dict with the loop's headline as its capacity and the loop recorded.
 
@@ -349,5 +314,5 @@ def with_loop(plan_dict: dict[str, Any], loop: LoopResult) -> dict[str, Any]:
     return out
 
 
-__all__ = ["Check", "LoopResult", "close_loop", "close_plan", "island_key", "measured_factors",
+__all__ = ["Check", "LoopResult", "close_loop", "island_key", "measured_factors",
            "simulate_at", "with_loop"]

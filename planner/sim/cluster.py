@@ -4,8 +4,9 @@ Every number the engine needs of an island is precomputed here from the perf mod
 that the event loop never calls it:
 
 * ``prefill_s[s]``: seconds to prefill one prompt of ``s`` tokens on one attention group
-  (:func:`perfmodel.prefill.prefill_time`, seed 002 §4.2.3), for ``s = 0 .. max_input``
-  in one vectorised call (length 0 evaluated as 1, as the island benchmark does);
+  (:meth:`perfmodel.timing.IslandTiming.prefill_s`, seed 002 §4.2.3), for
+  ``s = 0 .. max_input`` in one vectorised call (length 0 evaluated as 1, as the island
+  benchmark does);
 * ``step_coeffs[b]``: the six coefficients of :class:`perfmodel.decode.StepModel` at group
   batch ``b`` (``b = 0 .. batch``), so the step time at any mean context ``L`` is
   ``lin_fixed + lin_slope L + count max(fixed + slope L, floor)`` (:func:`step_time`);
@@ -14,9 +15,10 @@ that the event loop never calls it:
 * ``kv_bytes_per_token``: bytes of one token's KV cache on *one* GPU of a tensor-parallel
   group -- what one GPU-pair flow of a KV transfer carries (seed 003 §II-B).
 
-Tables are cached by what they depend on (GPU physical figures, size, configuration,
-model, batch, max_input, calibration), so a 64-island plan of a few GPU types costs a
-handful of perf-model calls.
+All of it comes from the perf model's timing interface (:mod:`perfmodel.timing`), which
+caches the tables by what they depend on (GPU physical figures, configuration, model,
+batch, max_input, calibration), so a 64-island plan of a few GPU types costs a handful
+of perf-model calls.
 """
 
 from __future__ import annotations
@@ -29,19 +31,11 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
-from perfmodel.decode import step_model
-from perfmodel.hardware import GPU, get_gpu, gpu_from_datasheet
-from perfmodel.memory import (
-    kv_bytes_per_token_per_gpu,
-    kv_capacity_tokens,
-    max_decode_batch,
-    thesis_batch_rule,
-    usable_bytes,
-    weight_bytes_per_gpu,
-)
+from perfmodel.engines import get_engine
+from perfmodel.hardware import GPU, get_gpu, resolve_gpu
 from perfmodel.models import ModelSpec, get_model
 from perfmodel.parallel import ParallelConfig
-from perfmodel.prefill import prefill_time
+from perfmodel.timing import IslandTiming
 from planner.errors import PlannerError
 from planner.network import DEFAULT_NETWORK, Location, NetworkSpec
 from planner.sim.protocol import ROLES, SimCluster, SimIsland
@@ -49,12 +43,6 @@ from planner.sim.protocol import ROLES, SimCluster, SimIsland
 #: Input lengths covered by a hand-built island's prefill table unless told otherwise.
 DEFAULT_MAX_INPUT = 8192
 
-_TABLES: dict[tuple, tuple[np.ndarray, np.ndarray, int, float]] = {}
-
-
-#: Columns of a ``step_coeffs`` row (the fields of :class:`perfmodel.decode.StepModel`).
-STEP_COLUMNS = ("lin_fixed", "d_count", "d_fixed", "d_slope", "d_floor",
-                "m_count", "m_fixed", "m_slope", "m_floor")
 
 
 def step_time(coeffs_row, context: float) -> float:
@@ -160,28 +148,17 @@ def parse_config(text: Any, size: int, where: str) -> tuple[int, int, int]:
 
 def _tables(gpu: GPU, size: int, tp: int, dp: int, ep: int, model: ModelSpec, batch: int,
             max_input: int, calib: Calibration, time_scale: float = 1.0):
-    """(prefill_s, step_coeffs, kv_capacity_tokens, kv_bytes_per_token), cached."""
-    key = (gpu.spec_key(), size, tp, dp, ep, model, batch, max_input, calib.key(), time_scale)
-    hit = _TABLES.get(key)
-    if hit is not None:
-        return hit
-    s = np.maximum(np.arange(max_input + 1, dtype=np.float64), 1.0)[None, :]
-    col = lambda x: np.array([[float(x)]])  # noqa: E731
-    pre = np.asarray(prefill_time(gpu, model, s, col(tp), col(dp), col(ep), 0.0, calib),
-                     dtype=np.float64)[0]
-    sizes = np.arange(batch + 1, dtype=np.float64)[None, :]
-    sm = step_model(gpu, model, sizes, col(tp), col(dp), col(ep), calib)
-    coeffs = np.array([sm.row(0, b) for b in range(batch + 1)], dtype=np.float64)
+    """(prefill_s, step_coeffs, kv_capacity_tokens, kv_bytes_per_token) from the perf
+    model's timing interface (which caches the tables), scaled by ``time_scale``."""
+    timing = IslandTiming(gpu, model, tp, dp, ep, calib)
+    pre, coeffs = timing.tables(batch, max_input)
     if time_scale != 1.0:
         pre = pre * time_scale
+        coeffs = coeffs.copy()
         coeffs[:, [0, 2, 3, 4, 6, 7, 8]] *= time_scale  # every time term (not the counts)
-    kv_gpu = float(kv_bytes_per_token_per_gpu(model, tp))
-    cap = int(float(kv_capacity_tokens(gpu, model, tp, dp, ep, calib))) * dp
-    for a in (pre, coeffs):
-        a.setflags(write=False)
-    out = (pre, coeffs, cap, kv_gpu)
-    _TABLES[key] = out
-    return out
+        for a in (pre, coeffs):
+            a.setflags(write=False)
+    return pre, coeffs, timing.kv_capacity_tokens, float(timing.kv_bytes_per_token_per_gpu)
 
 
 def _as_gpu(gpu: str | GPU, gpus: Mapping[str, GPU] | None, where: str) -> GPU:
@@ -233,14 +210,13 @@ def make_island(index: int, name: str, gpu: str | GPU, size: int, role: str, tp:
         raise PlannerError(f"{where}: tp x dp = {tp * dp} differs from size {size}")
     if int(max_input) < 1:
         raise PlannerError(f"{where}: max_input must be >= 1")
-    if weight_bytes_per_gpu(m, tp, dp, ep) > usable_bytes(g, calib):
+    if not IslandTiming(g, m, tp, dp, ep, calib).weights_fit:
         raise PlannerError(f"{where}: {m.name} weights do not fit on {g.name} at "
                            f"tp{tp}-dp{dp}-ep{ep}")
     if batch is None:
-        fit = max_decode_batch(g, m, np.array([[float(tp)]]), np.array([[float(dp)]]),
-                               np.array([[float(ep)]]),
-                               np.array([[float(max_input)]]), calib)
-        batch = max(int(thesis_batch_rule(np.asarray(fit, float))[0, 0]), 1)
+        col = lambda x: np.array([[float(x)]])  # noqa: E731
+        rule = IslandTiming(g, m, col(tp), col(dp), col(ep), calib).decode_batch(col(max_input))
+        batch = max(int(rule[0, 0]), 1)
     if isinstance(batch, bool) or int(batch) != batch or batch < 1:
         raise PlannerError(f"{where}: batch must be an integer >= 1, got {batch!r}")
     if not (math.isfinite(time_scale) and time_scale > 0):
@@ -255,7 +231,8 @@ def make_island(index: int, name: str, gpu: str | GPU, size: int, role: str, tp:
 
 
 def make_cluster(islands: Sequence[SimIsland], network: NetworkSpec = DEFAULT_NETWORK,
-                 model_name: str = "", *, range_edges: Sequence[float] | None = None,
+                 model_name: str = "", *,
+                 range_edges: Sequence[float] | np.ndarray | None = None,
                  label: str = "") -> SimCluster:
     """A cluster of ``islands`` (re-indexed in order); islands without a location are
     placed by ``network.place`` over all island sizes (plan order, docs in
@@ -356,10 +333,9 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
     inv = request.get("inventory") if isinstance(request, Mapping) else None
     for k, g in enumerate((inv or {}).get("gpus") or []):
         if isinstance(g, Mapping) and g.get("datasheet") and g.get("type") not in known:
-            sheet = dict(g["datasheet"])
-            sheet.setdefault("name", g.get("type"))
-            known[str(g["type"])] = gpu_from_datasheet(
-                sheet, f"plan.request.inventory.gpus[{k}].datasheet")
+            known[str(g["type"])] = resolve_gpu(
+                str(g["type"]), dict(g["datasheet"]),
+                f"plan.request.inventory.gpus[{k}].datasheet")
     raw = _field(plan, "islands", "plan")
     if not isinstance(raw, list) or not raw:
         raise PlannerError("plan.islands must be a non-empty list")
@@ -369,7 +345,7 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
     if max_input is None:
         max_input = int(math.ceil(edges[-1])) if len(edges) else DEFAULT_MAX_INPUT
     scale = 1.0 if time_scale is None else float(time_scale)
-    islands = []
+    islands: list[SimIsland] = []
     for i, isl in enumerate(raw):
         where = f"plan.islands[{i}]"
         role = _field(isl, "role", where)
@@ -438,7 +414,6 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
 def plan_calibration(plan: Mapping[str, Any]) -> Calibration:
     """The perf-model calibration a plan was made with: its ``request.engine`` (plans
     written before engines were recorded used the default)."""
-    from perfmodel.engines import get_engine
 
     request = plan.get("request") if isinstance(plan, Mapping) else None
     engine = (request or {}).get("engine") if isinstance(request, Mapping) else None
@@ -450,10 +425,6 @@ def plan_calibration(plan: Mapping[str, Any]) -> Calibration:
         raise PlannerError(f"plan.request.engine: {err}") from None
 
 
-def clear_cache() -> None:
-    _TABLES.clear()
-
-
-__all__ = ["DEFAULT_MAX_INPUT", "STEP_COLUMNS", "clear_cache", "cluster_from_plan",
+__all__ = ["DEFAULT_MAX_INPUT", "cluster_from_plan",
            "make_cluster", "make_island", "parse_config", "plan_calibration", "prefill_split",
            "step_time", "steps_time", "steps_until"]

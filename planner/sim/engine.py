@@ -58,13 +58,18 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from planner.errors import PlannerError
 from planner.sim.cluster import prefill_split, step_time, steps_time, steps_until
 from planner.sim.netflow import FlowNetwork
+from planner.sim.prefix_cache import LRUBlockCache
 from planner.sim.protocol import HOLD, BaseRouter, Router, SimCluster, SimRequest, SimResult
+
+if TYPE_CHECKING:
+    from planner.network import Location
 
 heappush, heappop = heapq.heappush, heapq.heappop
 _perf = time.perf_counter
@@ -140,8 +145,9 @@ class Simulation:
         self.oracle_refresh_s = float(oracle_refresh_s)
         self._c_hat: np.ndarray | None = None
         self._c_next = -_INF
-        self._tier = [[cluster.network.tier_between(a.location, b.location) for b in isl]
-                      for a in isl]
+        # make_cluster has placed every island (location not None)
+        locs = [cast("Location", x.location) for x in isl]
+        self._tier = [[cluster.network.tier_between(a, b) for b in locs] for a in locs]
         self.net = FlowNetwork(cluster.network, [x.location for x in isl],
                                fair_sharing=fair_sharing, gpus=[x.size for x in isl],
                                group_gpus=[x.tp for x in isl])
@@ -168,7 +174,6 @@ class Simulation:
         self._tp = [int(x.tp) for x in isl]
         self.caches = None
         if prefix_cache_blocks is not None:
-            from planner.sim.prefix_cache import LRUBlockCache
 
             self.caches = [LRUBlockCache(int(prefix_cache_blocks)) for _ in isl]
         # requests in arrival order; the engine works with positions into this list
@@ -308,7 +313,7 @@ class Simulation:
         if p is None:  # colocated: the island prefills it inside an iteration
             req.decode_island = i
             self._recompute[pos] = True
-            d = self._dec[i]
+            d = cast(_Decoder, self._dec[i])  # a colocated island has a decoder
             if self.caches is not None and req.prefix_hashes:
                 self._pf_hit[pos] = self.caches[i].hit_tokens(req.prefix_hashes,
                                                               req.input_len)
@@ -360,7 +365,7 @@ class Simulation:
         self._push(t_end, _PREFILL_DONE, p.i, g)
 
     def _prefill_done(self, i: int, g: int) -> None:
-        p = self._pre[i]
+        p = cast(_Prefill, self._pre[i])  # scheduled only for prefill islands
         batch = p.batches[g]
         p.batches[g] = []
         p.free.append(g)
@@ -429,7 +434,7 @@ class Simulation:
     def _kv_arrived(self, pos: int) -> None:
         req = self.reqs[pos]
         req.t_kv_end = self.now
-        d = self._dec[req.decode_island]
+        d = cast(_Decoder, self._dec[req.decode_island])  # routed to a decode island
         if self.caches is not None and req.prefix_hashes:
             self.caches[d.i].touch(req.prefix_hashes)
         t = self._tok[pos]

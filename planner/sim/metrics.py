@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from planner.atomic import write_text_atomic
+from planner.run.schema import json_safe
 from planner.sim.protocol import SimResult
 
 
@@ -105,19 +107,7 @@ class SimMetrics:
             stats = d.pop(name)
             d[f"{name}_n"] = stats.pop("n")
             d.update({f"{name}_{k}_s": v for k, v in stats.items()})
-        return _clean(d)
-
-
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    return obj
+        return json_safe(d)
 
 
 def _columns(result: SimResult) -> dict[str, np.ndarray]:
@@ -233,7 +223,6 @@ def to_csv_rows(result: SimResult) -> list[dict[str, Any]]:
 
 def write_csv(result: SimResult, path: str | Path) -> None:
     """:func:`to_csv_rows` as a CSV file, written atomically."""
-    from planner.atomic import write_text_atomic
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")

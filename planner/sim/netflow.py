@@ -4,7 +4,7 @@ Seed 003 §4.1 simulates the fabric at flow level: per-link max-min fair sharing
 fixed point RDMA congestion control converges to), background traffic as a steady
 utilisation that scales each link's capacity to ``1 − c``, every KV transfer as one
 GPU-to-GPU flow per tensor-parallel shard, and rates re-evaluated on every flow arrival
-or completion.  Its validation (reproduced in ``tests/test_sim_netflow.py``): a single
+or completion.  Its validation (reproduced in ``tests/sim/test_sim_netflow.py``): a single
 flow on an idle path gets its tier bandwidth; ``N`` flows on one bottleneck get ``1/N``
 each; a completion re-allocates at once.
 
@@ -86,7 +86,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -210,6 +210,7 @@ class FlowNetwork:
             self._ngroups = [1] * n
             self._width = [0] * n  # 0: as wide as the transfer (m = 1)
         else:
+            group_gpus = cast("Sequence[int]", group_gpus)  # both given (checked above)
             if len(gpus) != n or len(group_gpus) != n:
                 raise ValueError("gpus and group_gpus need one entry per location")
             self._width = [max(1, int(g)) for g in group_gpus]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.outer.protocol import Layout, Score, canonical_layout
+from planner.sim.closed_loop import simulate_at
 
 #: Shorter than the closed loop's check: the search compares layouts, the loop
 #: certifies one.
@@ -46,7 +47,6 @@ class SimulatedObjective:
     _cache: dict[Layout, Score] = field(default_factory=dict, repr=False)
 
     def __call__(self, layout: Layout) -> Score:
-        from planner.sim.closed_loop import simulate_at
 
         layout = canonical_layout(layout)
         hit = self._cache.get(layout)

@@ -6,7 +6,7 @@ rebuild them deterministically and hand the engine one ``both`` island per chain
 
 **Rebuilding the chains.**  The planning context (model, workload, ranges, the
 inventory's GPU types with their datasheets and prices) is rebuilt from
-``plan.request`` with the planner's own :func:`planner.plan._context`, the network with
+``plan.request`` with :meth:`planner.evaluate.PlanningContext.build`, the network with
 :meth:`DataCentreNetwork.from_spec` as :func:`planner.plan.make_plan` does, and
 :meth:`ChainsSolver.plan` is re-run on the plan's *whole* layout (idle islands
 included: that is the input the planner gave it, and GBP-CR's placement depends on
@@ -70,7 +70,7 @@ user's ``0.8x`` refers to) is not that of the simulated chains.
   operating batch, which bounds the sessions GCA gives it).  No KV moves between
   chains, so the islands' locations (``make_cluster``'s placement) do not matter.
 
-What to expect (tests/test_sim_jffc.py, the one-chain plan of thesis-fig4.2 at 64 $/h):
+What to expect (tests/sim/test_sim_jffc.py, the one-chain plan of thesis-fig4.2 at 64 $/h):
 offered 2ν, the chain completes 1.01ν; at λ = 0.7ν the mean response is 18.4 s where
 seed 001 predicts 43.3 s.  The prediction prices every job with the prefill stalls of
 a full chain (``T_k`` is the lifetime at saturation); below saturation a job waits only
@@ -88,18 +88,22 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.memory import kv_bytes_per_token_per_gpu
 from perfmodel.models import ModelSpec
+from perfmodel.timing import STEP_COLUMNS, kv_bytes_per_token_per_gpu
 from planner.errors import NoPlanError, PlannerError
+from planner.evaluate import PlanningContext
 from planner.inner.chains import ChainPlan, PlannedChain
 from planner.inner.pipeline_map import DataCentreNetwork, IslandServer, PipelineWorkload
 from planner.inner.pipeline_solvers import ChainsSolver
 from planner.inner.problem import InnerProblem, IslandSpec
+from planner.inner.protocol import NEEDS_CONTEXT
+from planner.inner.registry import INNER_SOLVERS, needs_context
+from planner.inventory import inventory_from_dict
 from planner.network import DEFAULT_NETWORK, NetworkSpec, parse_network
-from planner.sim.cluster import STEP_COLUMNS, make_cluster, plan_calibration
+from planner.request import PlanRequest
+from planner.sim.cluster import make_cluster, plan_calibration
 from planner.sim.protocol import SimCluster, SimIsland
 
-PIPELINE_INNERS = ("seed000", "seed001")
 #: Prompt tokens one attention group prefills per iteration (the engine's default, vLLM's
 #: ``max_num_batched_tokens``).
 PREFILL_TOKENS_PER_GROUP = 8192
@@ -132,22 +136,21 @@ def _get(d: Any, key: str, where: str) -> Any:
 def replan_chains(plan: Mapping[str, Any]) -> ChainReplan:
     """Rebuild the planning context of ``plan`` (a plan.json dict) and re-run seed 001's
     chain planning on its layout (module docstring)."""
-    from planner.inventory import inventory_from_dict
-    from planner.plan import PlanRequest, _context
 
     if not isinstance(plan, Mapping):
         raise PlannerError("plan must be a JSON object")
     req = _get(plan, "request", "plan")
     inner = _get(req, "inner", "plan.request")
-    if inner not in PIPELINE_INNERS:
+    if not needs_context(inner):
         raise PlannerError(f"plan.request.inner is {inner!r}, not a pipeline plan "
-                           f"({' or '.join(PIPELINE_INNERS)})")
+                           f"({' or '.join(INNER_SOLVERS.having(NEEDS_CONTEXT))})")
     inventory = inventory_from_dict(_get(req, "inventory", "plan.request"),
                                     "plan.request.inventory")
     ranges = _get(req, "ranges", "plan.request")
     if isinstance(ranges, bool) or not isinstance(ranges, int):
         raise PlannerError(f"plan.request.ranges must be an integer, got {ranges!r}")
-    ctx = _context(PlanRequest(inventory, model=str(_get(req, "model", "plan.request")),
+    model = str(_get(req, "model", "plan.request"))
+    ctx = PlanningContext.for_request(PlanRequest(inventory, model=model,
                                workload=str(_get(req, "workload", "plan.request")),
                                ranges=ranges, inner=inner,
                                engine=plan_calibration(plan).engine))
@@ -292,6 +295,6 @@ def cluster_from_pipeline_plan(plan: Mapping[str, Any], *,
                                parallel_prefill=parallel_prefill)
 
 
-__all__ = ["PIPELINE_INNERS", "PREFILL_TOKENS_PER_GROUP", "ChainReplan", "chain_island",
+__all__ = ["PREFILL_TOKENS_PER_GROUP", "ChainReplan", "chain_island",
            "chain_times", "cluster_from_chains", "cluster_from_pipeline_plan",
            "prefill_token_budget", "replan_chains"]

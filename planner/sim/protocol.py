@@ -24,9 +24,12 @@ Hooks (``on_transfer_done``, ``on_complete``) let stateful routers keep counters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from planner.network import Location, NetworkSpec
 
 #: ``route_*`` return value meaning "not now: keep the request at the router".
 HOLD = -1
@@ -85,7 +88,7 @@ class SimIsland:
     max_batch: int
     kv_capacity_tokens: int
     kv_bytes_per_token: float
-    location: object  # planner.network.Location
+    location: Location | None  # None until make_cluster places the island
     prefill_s: np.ndarray = field(repr=False, compare=False)
     step_coeffs: np.ndarray = field(repr=False, compare=False)  # (B+1, 9): STEP_COLUMNS
     range_shares: tuple[float, ...] = ()  # the inner solution's shares per range
@@ -105,7 +108,7 @@ class SimCluster:
     empty for a scenario without ranges)."""
 
     islands: tuple[SimIsland, ...]
-    network: object  # planner.network.NetworkSpec
+    network: NetworkSpec
     model: str
     range_edges: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     label: str = ""
@@ -141,11 +144,28 @@ class ClusterView(Protocol):
 
     now: float
     islands: tuple[SimIsland, ...]
-    queued: np.ndarray  # (I,) requests waiting at each island (prefill or decode admission)
-    running: np.ndarray  # (I,) sequences in the running decode batch
-    outstanding_tokens: np.ndarray  # (I,) prompt tokens to prefill + decode tokens to go
-    kv_free_tokens: np.ndarray  # (I,) KV tokens still free (reserved by admitted requests)
     router_queue: int  # requests held at the router
+
+    # read-only: the engine assembles these on each read (plain attributes also fit)
+    @property
+    def queued(self) -> np.ndarray:
+        """(I,) requests waiting at each island (prefill or decode admission)."""
+        ...
+
+    @property
+    def running(self) -> np.ndarray:
+        """(I,) sequences in the running decode batch."""
+        ...
+
+    @property
+    def outstanding_tokens(self) -> np.ndarray:
+        """(I,) prompt tokens to prefill + decode tokens to go."""
+        ...
+
+    @property
+    def kv_free_tokens(self) -> np.ndarray:
+        """(I,) KV tokens still free (reserved by admitted requests)."""
+        ...
 
     def step_time(self, island: int, batch: int, context: float) -> float:
         """Decode step time of ``island`` at ``batch`` sequences of ``context`` tokens."""
@@ -166,6 +186,12 @@ class ClusterView(Protocol):
     def inflight_transfers(self, src: int) -> np.ndarray:
         """(4,) KV transfers in flight from ``src`` per tier."""
         ...
+
+
+#: Capability of a router that places KV caches between prefill and decode islands
+#: (seed 003's NetKV and its ablations): a plan without such islands -- a pipeline
+#: plan's chains -- gives it nothing to decide.
+KV_PLACEMENT = "kv-placement"
 
 
 @runtime_checkable

@@ -1,4 +1,6 @@
-"""Simulation results on disk: ``RUN_DIR/simulation.json`` and one folder per run.
+"""Simulation results on disk: ``RUN_DIR/simulation.json`` and one folder per run
+(the writing side; the run folder's :mod:`planner.run.simulations` owns the index and
+reads it).
 
 ``simulation.json`` is the index the report reads: one record per run (settings, offered
 rate, the plan's capacity, the metrics, and compact curves -- latency quantiles and a
@@ -20,14 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import PlannerError
-from planner.report.files import publish
+from planner.run.files import publish
+from planner.run.simulations import FOLDER, INDEX, load_index
 from planner.sim.metrics import CSV_FIELDS, to_csv_rows
 from planner.sim.metrics import _columns as request_columns
 from planner.sim.protocol import SimResult
 
-INDEX = "simulation.json"
-FOLDER = "simulation"
 QUANTILES = np.linspace(0.0, 1.0, 101)
 MAX_BINS = 120
 
@@ -65,22 +65,6 @@ def requests_csv(result: SimResult) -> str:
     return buf.getvalue()
 
 
-def load_index(run_dir: Path) -> list[dict[str, Any]]:
-    """The records of ``simulation.json`` ([] if there is none)."""
-    path = Path(run_dir) / INDEX
-    if not path.exists():
-        return []
-    try:
-        data = json.loads(path.read_text())
-        runs = data["runs"]
-        if not isinstance(runs, list):
-            raise TypeError
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise PlannerError(f"{path}: not a simulation index (field 'runs' missing or "
-                           "invalid); delete it to start afresh") from None
-    return runs
-
-
 def write_simulation(run_dir: Path, runs: Sequence[Any]) -> list[Path]:
     """Write the runs (``planner.sim.run.SimRun``) into ``run_dir``; returns the paths."""
     from planner.sim import plots
@@ -101,31 +85,4 @@ def write_simulation(run_dir: Path, runs: Sequence[Any]) -> list[Path]:
     return publish(files, run_dir)
 
 
-def _fmt(x: Any, scale: float = 1.0, digits: int = 3) -> str:
-    if not isinstance(x, int | float) or not math.isfinite(x):
-        return "—"
-    v = x * scale
-    return f"{v:,.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
-
-
-def summary_rows(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """The table of the terminal and the report: one row per run."""
-    header = ["router", "rate", "offered req/s", "completed req/s", "TTFT mean / p99 (s)",
-              "TPOT mean / p99 (ms)", "E2E mean / p99 (s)", "SLO attainment",
-              "goodput req/s", "KV transfer mean (ms)", "decision (µs)"]
-    rows = []
-    for r in records:
-        m = r["metrics"]
-        rows.append([r["settings"]["router"], r["settings"]["rate"], _fmt(r["offered_rps"]),
-                     _fmt(m.get("throughput_rps")),
-                     f"{_fmt(m.get('ttft_mean_s'))} / {_fmt(m.get('ttft_p99_s'))}",
-                     f"{_fmt(m.get('tpot_mean_s'), 1e3)} / {_fmt(m.get('tpot_p99_s'), 1e3)}",
-                     f"{_fmt(m.get('e2e_mean_s'))} / {_fmt(m.get('e2e_p99_s'))}",
-                     _fmt(m.get("slo_attainment"), 100, 3) + " %",
-                     _fmt(m.get("goodput_rps")), _fmt(m.get("kv_transfer_mean_s"), 1e3),
-                     _fmt(m.get("decision_mean_s"), 1e6)])
-    return header, rows
-
-
-__all__ = ["FOLDER", "INDEX", "curves", "latency_arrays", "load_index", "requests_csv",
-           "summary_rows", "write_simulation"]
+__all__ = ["curves", "latency_arrays", "requests_csv", "write_simulation"]

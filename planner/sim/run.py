@@ -32,18 +32,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from perfmodel.calibration import Calibration
+from perfmodel.engines import get_engine
 from planner.errors import PlannerError
+from planner.inner.registry import needs_context
 from planner.network import NetworkSpec, parse_network
 from planner.sim.arrivals import parse_rate, requests_from_trace, requests_from_workload
-from planner.sim.cluster import cluster_from_plan
+from planner.sim.cluster import cluster_from_plan, plan_calibration
 from planner.sim.engine import simulate
+from planner.sim.metrics import summarise
 from planner.sim.pipeline_cluster import (
-    PIPELINE_INNERS,
     cluster_from_pipeline_plan,
     prefill_token_budget,
 )
 from planner.sim.protocol import SimCluster, SimRequest, SimResult
-from planner.sim.routers.registry import make_router
+from planner.sim.routers.registry import make_router, places_kv
+from planner.workload import load_workload
 
 ARRIVALS = ("auto", "poisson", "gamma")
 DEFAULT_TTFT_SLO_S = 2.0
@@ -71,9 +75,6 @@ class SimSettings:
     def calibration(self, plan: Mapping[str, Any]):
         """The perf-model calibration to run the islands with: ``engine`` if set, else the
         one the plan was made with."""
-        from perfmodel.calibration import Calibration
-        from perfmodel.engines import get_engine
-        from planner.sim.cluster import plan_calibration
 
         if self.engine is None:
             return plan_calibration(plan)
@@ -147,7 +148,6 @@ def make_requests(plan: Mapping[str, Any], s: SimSettings, rate: float,
     if s.trace:
         return requests_from_trace(s.trace, s.trace_format, rate=rate, n=s.requests,
                                    seed=s.seed, max_input=max_input)
-    from planner.workload import load_workload
 
     name = s.workload or (plan.get("request") or {}).get("workload")
     if not name:
@@ -168,16 +168,12 @@ def make_requests(plan: Mapping[str, Any], s: SimSettings, rate: float,
     return reqs
 
 
-#: Routers that only make sense between prefill and decode islands (KV placement).
-DISAGGREGATED_ROUTERS = ("netkv", "netkv-static", "topo-only")
-
-
 def pipeline_settings(settings: SimSettings, inner: str) -> SimSettings:
     """``settings`` for a pipeline plan: router ``range`` becomes ``jffc``; a KV router
     is refused (the chains are colocated, no KV moves)."""
     if settings.router == "range":
         return replace(settings, router="jffc")
-    if settings.router in DISAGGREGATED_ROUTERS:
+    if places_kv(settings.router):
         raise PlannerError(f"--router {settings.router}: a pipeline plan ({inner}) has no "
                            "prefill/decode islands to move KV between; use jffc (its "
                            "default), jsq or round-robin")
@@ -188,11 +184,10 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
              cluster: SimCluster | None = None,
              progress: Callable[[int, int], None] | None = None) -> SimRun:
     """Simulate ``plan`` (a plan.json dict) under ``settings``."""
-    from planner.sim.metrics import summarise
 
     settings.check()
     inner = (plan.get("request") or {}).get("inner")
-    if inner in PIPELINE_INNERS:
+    if needs_context(inner):
         # Pipeline plans (seeds 000/001) run as one colocated island per seed-001 chain
         # (planner.sim.pipeline_cluster), dispatched by JFFC -- what the plan-following
         # default "range" means for them.
@@ -210,7 +205,7 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
     t = [r.arrival for r in requests]
     warmup = min(t) + settings.warmup_fraction * (max(t) - min(t))
     extra = {}
-    if inner in PIPELINE_INNERS:  # a chain's prefill groups each batch their own prompts
+    if needs_context(inner):  # a chain's prefill groups each batch their own prompts
         extra["prefill_token_budget"] = prefill_token_budget(cluster)
     result = simulate(cluster, requests, router, seed=settings.seed, warmup_s=warmup,
                       fair_sharing=settings.fair_sharing, progress=progress, **extra)
@@ -219,5 +214,5 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
     return SimRun(settings, capacity, rate, ttft, tpot, result, metrics)
 
 
-__all__ = ["ARRIVALS", "DISAGGREGATED_ROUTERS", "SimRun", "SimSettings", "make_requests",
+__all__ = ["ARRIVALS", "SimRun", "SimSettings", "make_requests",
            "pipeline_settings", "plan_capacity", "plan_network", "plan_slos", "run_plan"]

@@ -16,8 +16,9 @@ Pipeline: spec.py (YAML + flags -> WhatIfSpec) -> scenarios.py (studies -> scena
 from planner.whatif.marginal import MarginalAnswer, MarginalOption
 from planner.whatif.pareto import pareto_mask
 from planner.whatif.report import render, write_whatif
-from planner.whatif.run import Outcome, WhatIfResult, WhatIfRunner, run_whatif
+from planner.whatif.run import WhatIfResult, run_whatif
 from planner.whatif.scenarios import Scenario, expand
+from planner.whatif.solve import Outcome, WhatIfRunner
 from planner.whatif.spec import Flags, WhatIfSpec, load_spec
 from planner.whatif.workloads import mix_workloads
 

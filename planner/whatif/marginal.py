@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from planner.outer.protocol import TypeSupply, affordable
 from planner.whatif.scenarios import MIX, Scenario, supply
 
 if TYPE_CHECKING:
-    from planner.whatif.run import Outcome, StepProgress, WhatIfRunner
+    from planner.whatif.solve import Outcome, StepProgress, WhatIfRunner
     from planner.whatif.spec import WhatIfSpec
 
 CURRENT = "current availability"
@@ -82,7 +82,8 @@ class MarginalAnswer:
 def marginal_scenarios(spec: WhatIfSpec, base: Outcome
                        ) -> list[tuple[str, str | None, int, Scenario]]:
     """(label, gpu, GPUs added, scenario) of each option; see the module docstring."""
-    step, b0 = float(spec.marginal), spec.base_budget
+    # called only for a spec with a marginal study (spec.marginal set)
+    step, b0 = float(cast(float, spec.marginal)), spec.base_budget
     b1 = b0 + step
     sc = base.scenario
     if spec.availability == "unlimited":
@@ -91,7 +92,7 @@ def marginal_scenarios(spec: WhatIfSpec, base: Outcome
                       for e in spec.inventory.entries)
     else:
         start = sc.supply
-    out = []
+    out: list[tuple[str, str | None, int, Scenario]] = []
     for t in start:
         n = affordable(step, t.price_per_hour) if t.price_per_hour > 0 else 0
         grown = tuple(replace(u, available=u.available + n) if u.name == t.name else u
@@ -161,7 +162,7 @@ def marginal_answer(spec: WhatIfSpec, runner: WhatIfRunner, base: Outcome,
                     max((x.outcome.requests_per_s for x in options), default=0.0))
     reference = None
     if spec.availability == "unlimited":
-        b1 = spec.base_budget + float(spec.marginal)
+        b1 = spec.base_budget + float(cast(float, spec.marginal))
         sc = Scenario("marginal", f"+{spec.marginal:g} $/h: re-buy the whole fleet", MIX,
                       base.scenario.workload, b1, supply(spec.inventory, b1, "unlimited"),
                       {"gpu": None, "added": 0, "reference": True}, base.scenario.components)
@@ -169,7 +170,7 @@ def marginal_answer(spec: WhatIfSpec, runner: WhatIfRunner, base: Outcome,
         reference = MarginalOption("the best fleet bought from scratch at "
                                    f"{b1:g} $/h", None, 0, out,
                                    out.requests_per_s - base.requests_per_s)
-    answer = MarginalAnswer(float(spec.marginal), base, rank(options, tol),
+    answer = MarginalAnswer(float(cast(float, spec.marginal)), base, rank(options, tol),
                             tol, reference)
     answer.sentence = _sentence(answer)
     return answer

@@ -8,7 +8,23 @@ non-dominated points; identical points are both on it (neither dominates the oth
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from planner.whatif.run import WhatIfResult
+
+STUDY_TITLES = {
+    "base": "Base",
+    "budget": "Budget sweep",
+    "equal_cost": "Homogeneous vs heterogeneous at equal cost",
+    "price": "Price sweep",
+    "add": "Adding a GPU type",
+    "remove": "Removing a GPU type",
+    "workload": "Workload mix",
+    "marginal": "Marginal value",
+}
 
 
 def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -17,4 +33,17 @@ def pareto_mask(cost: np.ndarray, value: np.ndarray) -> np.ndarray:
     v = np.asarray(value, dtype=float)[:, None]
     # dom[i, j]: point j dominates point i
     dom = (c.T <= c) & (v.T >= v) & ((c.T < c) | (v.T > v))
-    return ~dom.any(axis=1)
+    return cast(np.ndarray, ~dom.any(axis=1))  # (n,) for the (n, 1) inputs
+
+
+def pareto_points(result: WhatIfResult) -> list[int]:
+    """Indices (into ``result.outcomes``) of the Pareto front over the scenarios that
+    serve the base workload (throughputs of different workloads are not comparable)."""
+    base = result.base.scenario.components
+    idx = [k for k, o in enumerate(result.outcomes)
+           if o.scenario.components == base and o.requests_per_s > 0]
+    if not idx:
+        return []
+    mask = pareto_mask(np.array([result.outcomes[k].cost_per_hour for k in idx]),
+                       np.array([result.outcomes[k].requests_per_s for k in idx]))
+    return [k for k, m in zip(idx, mask, strict=True) if m]

@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from planner.report.plots import png_bytes
-from planner.whatif.report import STUDY_TITLES, pareto_points
+from planner.whatif.pareto import STUDY_TITLES, pareto_points
 from planner.whatif.run import WhatIfResult
 from planner.whatif.scenarios import MIX
 

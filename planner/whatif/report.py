@@ -1,7 +1,7 @@
 """A what-if study as files: whatif.csv, whatif.json, PNG plots and whatif.md.
 
 Pure rendering (``render``: result -> {file name: bytes}) separate from the one write
-(``write_whatif``), which goes through planner.report.files.publish: the folder either
+(``write_whatif``), which goes through planner.run.files.publish: the folder either
 appears complete or is left as it was, and ``whatif.json`` is replaced last.
 """
 
@@ -12,25 +12,15 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import numpy as np
-
-from planner.report.files import publish
-from planner.whatif.pareto import pareto_mask
-from planner.whatif.run import Outcome, WhatIfResult
+from planner.run.files import publish
+from planner.run.schema import json_safe
+from planner.whatif.pareto import STUDY_TITLES, pareto_points
+from planner.whatif.run import WhatIfResult
 from planner.whatif.scenarios import MIX
+from planner.whatif.solve import Outcome
 
-STUDY_TITLES = {
-    "base": "Base",
-    "budget": "Budget sweep",
-    "equal_cost": "Homogeneous vs heterogeneous at equal cost",
-    "price": "Price sweep",
-    "add": "Adding a GPU type",
-    "remove": "Removing a GPU type",
-    "workload": "Workload mix",
-    "marginal": "Marginal value",
-}
 CSV_FIELDS = ["study", "scenario", "option", "workload", "budget", "availability",
               "requests_per_s", "vs_base", "vs_mix", "cost_per_hour", "output_tokens_per_s",
               "usd_per_m_output_tokens", "gpus", "islands", "status", "gap", "pareto",
@@ -43,19 +33,6 @@ def gpus_text(o: Outcome) -> str:
 
 def islands_text(o: Outcome) -> str:
     return "; ".join(f"{r} {n} {g}" for (g, n), r in zip(o.layout, o.roles, strict=True))
-
-
-def pareto_points(result: WhatIfResult) -> list[int]:
-    """Indices (into ``result.outcomes``) of the Pareto front over the scenarios that
-    serve the base workload (throughputs of different workloads are not comparable)."""
-    base = result.base.scenario.components
-    idx = [k for k, o in enumerate(result.outcomes)
-           if o.scenario.components == base and o.requests_per_s > 0]
-    if not idx:
-        return []
-    mask = pareto_mask(np.array([result.outcomes[k].cost_per_hour for k in idx]),
-                       np.array([result.outcomes[k].requests_per_s for k in idx]))
-    return [k for k, m in zip(idx, mask, strict=True) if m]
 
 
 def _mix_value(result: WhatIfResult, o: Outcome) -> float | None:
@@ -107,19 +84,9 @@ def whatif_csv(result: WhatIfResult) -> str:
     return buf.getvalue()
 
 
-def _clean(x: Any) -> Any:
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    return x
-
-
 def whatif_dict(result: WhatIfResult) -> dict[str, Any]:
     spec = result.spec
-    return _clean({
+    return json_safe({
         "format": "planner-whatif/1",
         "spec": spec.to_dict(),
         "method": {"solver": "exact outer MILP (planner.outer.exact)",
@@ -180,7 +147,7 @@ def tables(result: WhatIfResult) -> list[tuple[str, list[str], list[list[str]]]]
             elif study == "marginal":
                 gain = o.requests_per_s - result.base.requests_per_s
                 first = [s.name.split(": ", 1)[-1], f"{gain:+,.2f}",
-                         _f(gain / result.spec.marginal, 3)]
+                         _f(gain / cast(float, result.spec.marginal), 3)]
             else:
                 first = [s.name]
             row = first + [_f(r["requests_per_s"]), _pct(r["vs_base"]),

@@ -212,11 +212,11 @@ def _prices(studies: Mapping[str, Any], st: Loc, flags: Flags, inventory: Invent
             unlimited: bool) -> tuple[PriceSweep, ...]:
     src: list[tuple[str, list[Any], Loc]] = []
     for text in flags.price:
-        gpu, sep, values = text.partition("=")
-        if not sep or not gpu.strip() or not values.strip():
+        gpu, sep, listed = text.partition("=")
+        if not sep or not gpu.strip() or not listed.strip():
             raise Loc("--price").error(
                 f"expected TYPE=0.8x,1.0x,1.2x or TYPE=3.2,4.0, got {text!r}")
-        src.append((gpu.strip(), values.split(","), Loc(f"--price {gpu.strip()}")))
+        src.append((gpu.strip(), listed.split(","), Loc(f"--price {gpu.strip()}")))
     if not flags.price and studies.get("prices") is not None:
         at = st.child("prices")
         for gpu, values in at.mapping(studies["prices"]).items():
@@ -250,7 +250,7 @@ def _add(studies: Mapping[str, Any], st: Loc, flags: Flags, inventory: Inventory
         if not isinstance(raw, list):
             raise st.child("add").error("expected a list of GPU types to add")
         src = [(v, st.child("add").child(i)) for i, v in enumerate(raw)]
-    out = []
+    out: list[InventoryEntry] = []
     for item, loc in src:
         entry = add_entry(item, loc, default_min, unlimited)
         if entry.name in inventory.types or entry.name in (e.name for e in out):

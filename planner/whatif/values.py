@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from perfmodel.hardware import get_gpu, gpu_from_datasheet
+from perfmodel.errors import check_number
+from perfmodel.hardware import resolve_gpu
 from planner.errors import PlannerError
 from planner.inventory import InventoryEntry
 from planner.workload.fields import Loc
@@ -60,20 +61,9 @@ class WorkloadMix:
 def positive(value: Any, loc: Loc, *, integer: bool = False, zero: bool = False) -> float:
     """A number > 0 (>= 0 with ``zero``; whole with ``integer``); text is parsed, since
     flags and ``"0.8x"``-style fields arrive as strings."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise loc.error(f"expected a number, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise loc.error(f"expected a number, got {value!r}")
-    if value < 0 or (value == 0 and not zero):
-        raise loc.error(f"must be {'>= 0' if zero else '> 0'}, got {value:g}")
-    if integer:
-        if value != int(value):
-            raise loc.error(f"expected a whole number, got {value!r}")
-        return int(value)
-    return float(value)
+    if zero:
+        return check_number(value, loc.error, integer=integer, ge=0, parse_text=True)
+    return check_number(value, loc.error, integer=integer, gt=0, parse_text=True)
 
 
 _RANGE = re.compile(r"^\s*([0-9.eE+]+)\s*\.\.\s*([0-9.eE+]+)\s*(?::\s*([0-9.eE+]+))?\s*$")
@@ -86,7 +76,8 @@ def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:
         lo, hi = positive(m[1], loc), positive(m[2], loc)
         if hi < lo:
             raise loc.error(f"range {text!r} ends below its start")
-        out, b = [], lo
+        out: list[float] = []
+        b = lo
         step = positive(m[3], loc) if m[3] else None
         while b <= hi * (1 + 1e-12) and len(out) <= 1000:
             out.append(b)
@@ -175,17 +166,15 @@ def add_entry(item: Any, loc: Loc, default_min: int, unlimited: bool) -> Invento
     if not isinstance(name, str) or not name.strip():
         raise loc.child("type").error(f"expected a GPU name, got {name!r}")
     name = name.strip()
-    if "datasheet" in item:
-        sheet = item["datasheet"]
-        if not isinstance(sheet, Mapping):
-            raise loc.child("datasheet").error("expected a mapping of datasheet numbers")
-        gpu = gpu_from_datasheet({"name": name, **sheet},
-                                 f"{loc.source}: field '{loc.child('datasheet').path}'")
-    else:
-        try:
-            gpu = get_gpu(name)
-        except PlannerError as err:
-            raise loc.child("type").error(str(err)) from None
+    sheet = item.get("datasheet")
+    if "datasheet" in item and not isinstance(sheet, Mapping):
+        raise loc.child("datasheet").error("expected a mapping of datasheet numbers")
+    try:
+        gpu = resolve_gpu(name, sheet, f"{loc.source}: field '{loc.child('datasheet').path}'")
+    except PlannerError as err:
+        if sheet is not None:
+            raise
+        raise loc.child("type").error(str(err)) from None
     if "count" in item or not unlimited:
         count = int(positive(loc.require(item, "count"), loc.child("count"), integer=True))
     else:

@@ -23,6 +23,7 @@ The components are padded to the longest ``max_len`` (zero mass beyond their own
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -48,9 +49,10 @@ def mix_workloads(components: Sequence[tuple[Workload, float]], name: str) -> Wo
     pmf = sum(a * _padded(w.pmf, n) for w, a in parts)
     decode_max = max(w.decode_max for w, _ in parts)
     decode_mean = float(sum(a * w.decode_mean for w, a in parts))
-    decode_pmf = None
+    decode_pmf: np.ndarray | None = None
     if all(w.decode_pmf is not None for w, _ in parts):
-        decode_pmf = sum(a * _padded(w.decode_pmf, decode_max + 1) for w, a in parts)
+        decode_pmf = sum(a * _padded(cast(np.ndarray, w.decode_pmf), decode_max + 1)
+                         for w, a in parts)
     tokens = np.array([a * w.mean_input for w, a in parts])
     hit = float(tokens @ np.array([w.prefix_hit_rate for w, _ in parts]) / tokens.sum())
     what = " + ".join(f"{a:.4g} x {w.name}" for w, a in parts)

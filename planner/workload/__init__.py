@@ -12,10 +12,14 @@ from planner.workload.loaders import TRACE_FORMATS, TraceChunk, iter_trace
 from planner.workload.model import DEFAULT_MAX_LEN, JointHistogram, Workload
 from planner.workload.ranges import DEFAULT_RANGE_COUNT, Ranges, make_ranges
 from planner.workload.registry import builtin_dir, list_workloads, load_workload, shared_dir
+from planner.workload.schema import with_max_len, workload_from_dict, workload_to_dict
 from planner.workload.stats import workload_summary
 from planner.workload.yaml_io import read_workload, write_workload
 
 __all__ = [
+    "with_max_len",
+    "workload_from_dict",
+    "workload_to_dict",
     "DEFAULT_MAX_LEN",
     "DEFAULT_RANGE_COUNT",
     "FAMILY_TYPES",

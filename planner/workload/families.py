@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def support_max(spec: Any, loc: Loc) -> int | None:
         return int(edges[1:][weights > 0].max() - 1)
     highs = [support_max(c, loc.child("components").child(i))
              for i, c in enumerate(_components(spec, loc)[0])]
-    return None if any(h is None for h in highs) else max(highs)
+    return None if any(h is None for h in highs) else max(cast("list[int]", highs))
 
 
 # ---------------------------------------------------------------------------- empirical
@@ -172,7 +172,7 @@ def _binned(spec: Mapping[str, Any], loc: Loc) -> tuple[np.ndarray, np.ndarray]:
     return edges, weights
 
 
-def _components(spec: Mapping[str, Any], loc: Loc) -> tuple[list[Mapping[str, Any]], np.ndarray]:
+def _components(spec: Mapping[str, Any], loc: Loc) -> tuple[list[dict[str, Any]], np.ndarray]:
     loc.only_keys(spec, {"type", "components"})
     comps = loc.require(spec, "components")
     if not isinstance(comps, list) or not comps:
@@ -202,6 +202,7 @@ def _mass(spec: Any, n: int, loc: Loc) -> np.ndarray:
     """Probability of each length 0..n under the (normalised) spec; sums to 1 - clipped."""
     kind = family_of(spec, loc)
     out = np.zeros(n + 1, dtype=np.float64)
+    hi: int | None  # upper length: uniform's high, or a window's (None: unbounded)
     if kind == "point":
         loc.only_keys(spec, {"type", "value"})
         v = loc.integer(spec, "value", ge=1, le=MAX_SUPPORTED_LEN)

@@ -7,13 +7,13 @@ instead of a ``KeyError`` traceback.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
+from perfmodel.errors import check_number
 from planner.errors import PlannerError
 
 
@@ -54,6 +54,17 @@ class Loc:
         return data[key]
 
     # ---------------------------------------------------------------- scalars
+    # The result is None only when the field is absent and ``default=None``.
+    @overload
+    def number(self, data: Mapping[str, Any], key: str, *, default: float = ...,
+               gt: float | None = None, ge: float | None = None,
+               le: float | None = None) -> float: ...
+
+    @overload
+    def number(self, data: Mapping[str, Any], key: str, *, default: None,
+               gt: float | None = None, ge: float | None = None,
+               le: float | None = None) -> float | None: ...
+
     def number(self, data: Mapping[str, Any], key: str, *, default: Any = ...,
                gt: float | None = None, ge: float | None = None,
                le: float | None = None) -> float | None:
@@ -62,19 +73,15 @@ class Loc:
             if default is ...:
                 raise loc.error("is required")
             return default
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise loc.error(f"expected a number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise loc.error(f"must be finite, got {value!r}")
-        if gt is not None and not value > gt:
-            raise loc.error(f"must be > {gt:g}, got {value:g}")
-        if ge is not None and not value >= ge:
-            raise loc.error(f"must be >= {ge:g}, got {value:g}")
-        if le is not None and not value <= le:
-            raise loc.error(f"must be <= {le:g}, got {value:g}")
-        return value
+        return float(check_number(data[key], loc.error, gt=gt, ge=ge, le=le))
+
+    @overload
+    def integer(self, data: Mapping[str, Any], key: str, *, default: int = ...,
+                ge: int | None = None, le: int | None = None) -> int: ...
+
+    @overload
+    def integer(self, data: Mapping[str, Any], key: str, *, default: None,
+                ge: int | None = None, le: int | None = None) -> int | None: ...
 
     def integer(self, data: Mapping[str, Any], key: str, *, default: Any = ...,
                 ge: int | None = None, le: int | None = None) -> int | None:

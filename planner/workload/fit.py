@@ -121,7 +121,7 @@ class TraceAccumulator:
         for values, label in ((inp, "input"), (out, "output")):
             too_long = keep & (values > MAX_SUPPORTED_LEN)
             if too_long.any():
-                i = int(np.argmax(too_long))
+                i: Any = int(np.argmax(too_long))  # also the numpy loop index below
                 raise PlannerError(f"{rep.source}:{int(chunk.line[i])}: {label} length "
                                    f"{int(values[i])} exceeds the supported {MAX_SUPPORTED_LEN}")
         inp, out = inp[keep], out[keep]

@@ -120,10 +120,11 @@ class Workload:
     cached; equality is identity, use :attr:`fingerprint` to compare contents.
 
     ``input_spec`` / ``decode_spec`` are the YAML declarations the pmfs were built
-    from (a parametric family or a histogram); :meth:`to_dict` writes them back so a
-    saved workload stays a few lines instead of ``max_len`` floats.  Only
-    :func:`planner.workload.schema.workload_from_dict` sets them; when absent,
-    :meth:`to_dict` writes the pmf as a sparse histogram of its non-zero entries.
+    from (a parametric family or a histogram); ``workload_to_dict`` writes them back
+    so a saved workload stays a few lines instead of ``max_len`` floats.  Only
+    ``workload_from_dict`` sets them; when absent, ``workload_to_dict`` writes the pmf
+    as a sparse histogram of its non-zero entries (both in
+    :mod:`planner.workload.schema`, which builds on this module, never the reverse).
     ``trace_stats`` holds exact statistics of the source trace (count, duration,
     quantiles, dropped rows) for fitted workloads.
     """
@@ -310,28 +311,6 @@ class Workload:
                         self.joint.output_mean):
                 h.update(arr.tobytes())
         return h.hexdigest()
-
-    # ------------------------------------------------------------------ conversion
-    def to_dict(self) -> dict[str, Any]:
-        """The YAML-ready mapping of docs/workloads.md (plain Python types only)."""
-        from planner.workload.schema import workload_to_dict
-
-        return workload_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "<dict>",
-                  max_len: int | None = None) -> Workload:
-        """Build from a mapping in the YAML format; errors name ``source`` and the field."""
-        from planner.workload.schema import workload_from_dict
-
-        return workload_from_dict(data, source=source, max_len=max_len)
-
-    def with_max_len(self, max_len: int) -> Workload:
-        """The same workload re-expressed on ``0..max_len`` (truncating or padding)."""
-        if max_len == self.max_len:
-            return self
-        return Workload.from_dict(self.to_dict(), source=f"workload {self.name!r}",
-                                  max_len=max_len)
 
 
 def _quantile(cdf: np.ndarray, q: float | np.ndarray) -> int | np.ndarray:

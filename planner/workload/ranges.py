@@ -29,6 +29,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -104,6 +105,7 @@ def make_ranges(workload: Workload, width: int | None = None, *, count: int | No
     if method == "width" and width is not None and count is not None:
         raise PlannerError("give either a range width or a range count, not both")
     n = workload.max_len + 1
+    key: tuple[str, str, int | None, int | None, bool]
     if method == "width":
         w = int(width) if width is not None else math.ceil(n / (count or DEFAULT_RANGE_COUNT))
         key = (workload.pmf_fingerprint, "width", w, None, drop_empty)
@@ -121,7 +123,7 @@ def make_ranges(workload: Workload, width: int | None = None, *, count: int | No
         # W = 250 over 0..8000) joins the range before it: the thesis's
         # floor(|S| / W) ranges drop those lengths, which would leave them unserved, and
         # a sliver range of probability ~1e-7 makes the MILP numerically fragile.
-        if len(edges) > 2 and edges[-1] - edges[-2] < w / 2:
+        if len(edges) > 2 and edges[-1] - edges[-2] < cast(int, w) / 2:  # w set for "width"
             edges = np.delete(edges, -2)
     else:
         edges = quantile_edges(workload.cdf, int(count or DEFAULT_RANGE_COUNT))

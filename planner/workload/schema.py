@@ -135,7 +135,7 @@ def _joint(raw: Any, loc: Loc) -> JointHistogram:
     cloc = loc.child("counts")
     counts = np.zeros((ie.size - 1, oe.size - 1), dtype=np.float64)
     for i, row in enumerate(rows):
-        values = cloc.array({i: row}, i, ge=0)  # type: ignore[dict-item]
+        values = cloc.array({i: row}, i, ge=0)  # type: ignore[dict-item, arg-type]
         if values.size != oe.size - 1:
             raise cloc.child(i).error(f"expected {oe.size - 1} entries (one per output bin)")
         counts[i] = values
@@ -203,3 +203,12 @@ def workload_to_dict(w: Workload) -> dict[str, Any]:
     if w.trace_stats is not None:
         out["stats"] = copy.deepcopy(dict(w.trace_stats))
     return {k: _plain(v) for k, v in out.items()}
+
+
+
+def with_max_len(w: Workload, max_len: int) -> Workload:
+    """The same workload re-expressed on ``0..max_len`` (truncating or padding)."""
+    if max_len == w.max_len:
+        return w
+    return workload_from_dict(workload_to_dict(w), source=f"workload {w.name!r}",
+                              max_len=max_len)

@@ -8,7 +8,7 @@ be checked exactly against its trace.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsInt, cast
 
 import numpy as np
 
@@ -42,7 +42,9 @@ def pmf_summary(pmf: np.ndarray) -> dict[str, Any]:
     nz = np.flatnonzero(pmf)
     out: dict[str, Any] = {"mean": float(np.arange(pmf.size) @ pmf)}
     for label, q in QUANTILES.items():
-        out[label] = int(min(np.searchsorted(cdf, q - 1e-12, side="left"), pmf.size - 1))
+        # min of a numpy index and an int: mypy cannot join the two
+        idx = cast(SupportsInt, min(np.searchsorted(cdf, q - 1e-12, side="left"), pmf.size - 1))
+        out[label] = int(idx)
     out["min"] = int(nz[0])
     out["max"] = int(nz[-1])
     return out

@@ -10,7 +10,7 @@ import yaml
 from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
 from planner.workload.model import Workload
-from planner.workload.schema import workload_from_dict
+from planner.workload.schema import workload_from_dict, workload_to_dict
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -51,4 +51,4 @@ def dump_yaml(data: Any) -> str:
 def write_workload(path: Path, workload: Workload, *, header: str = "") -> None:
     """Save ``workload`` as YAML; ``header`` lines are written as ``#`` comments."""
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
-    write_text_atomic(path, comment + dump_yaml(workload.to_dict()))
+    write_text_atomic(path, comment + dump_yaml(workload_to_dict(workload)))

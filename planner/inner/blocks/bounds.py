@@ -20,6 +20,8 @@ loop can use them as surrogates (reading guide §7.2(a)).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from planner.inner.blocks.cg_bprr import CGBPResult, conservative_counts
@@ -80,7 +82,7 @@ def max_concurrency_18(inst: Instance) -> int:
 def lower_bound_b8(inst: Instance) -> np.ndarray:
     """Lemma B.1 / eq. (B.8): per-client lower bound ``T^o_c`` (``inf`` if no cover exists)."""
     m_bar = safe_floor(inst.memory / (inst.block_bytes + inst.cache_bytes)).astype(np.int64)
-    m_bar = np.minimum(np.minimum(m_bar, inst.n_blocks), inst.max_blocks)
+    m_bar = np.minimum(np.minimum(m_bar, inst.n_blocks), cast(np.ndarray, inst.max_blocks))
     out = np.full(inst.n_clients, INF)
     ok = m_bar > 0
     if not ok.any():

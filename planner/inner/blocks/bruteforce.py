@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def feasible_chains(placement: Placement, n_blocks: int) -> list[tuple[int, ...]
 
 def _options(inst: Instance, j: int, allow_idle: bool) -> list[tuple[int, int]]:
     opts = [(0, 0)] if allow_idle else []
-    top = int(min(inst.n_blocks, inst.max_blocks[j]))
+    top = int(min(inst.n_blocks, cast(np.ndarray, inst.max_blocks)[j]))
     for cnt in range(1, top + 1):
         if inst.block_bytes * cnt > inst.memory[j]:
             break

@@ -27,6 +27,7 @@ algorithm is deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -57,7 +58,7 @@ def conservative_counts(inst: Instance, design_requests: int) -> np.ndarray:
         sessions = np.minimum(sessions, inst.max_sessions)
     per_block = inst.block_bytes + inst.cache_bytes * sessions
     m = safe_floor(inst.memory / per_block).astype(np.int64)
-    return np.minimum(np.minimum(m, inst.n_blocks), inst.max_blocks)
+    return np.minimum(np.minimum(m, inst.n_blocks), cast(np.ndarray, inst.max_blocks))
 
 
 def amortized_time(inst: Instance, count: np.ndarray) -> np.ndarray:

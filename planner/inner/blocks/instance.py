@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
@@ -101,7 +101,7 @@ class Instance:
         if self.rtt_ss is None:
             # No server-server matrix: bound it through the nearest client (triangle
             # inequality), rtt_ij <= rtt_ci + rtt_cj.
-            base = self.rtt_cs.min(axis=0)
+            base = cast(np.ndarray, self.rtt_cs).min(axis=0)
             object.__setattr__(self, "rtt_ss", base[:, None] + base[None, :])
         if self.objective not in ("decode", "all_tokens"):
             raise PlannerError(f"blocks solver: field objective must be 'decode' or "

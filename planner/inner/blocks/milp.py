@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pulp
@@ -93,12 +93,13 @@ def solve_milp(
                          f"{_SIZE_LIMIT}; use CG-BPRR")
     prob = pulp.LpProblem("bprr_13", pulp.LpMinimize)
     lo_m = 0 if allow_idle else 1
-    hi_m = np.minimum(inst.max_blocks, n_blocks)
+    hi_m = np.minimum(cast(np.ndarray, inst.max_blocks), n_blocks)  # set in __post_init__
     a = [prob.add_variable(f"a_{j}", 1, n_blocks, cat="Integer") for j in range(n_s)]
     m = [prob.add_variable(f"m_{j}", lo_m, int(hi_m[j]), cat="Integer") for j in range(n_s)]
     objective = []
     mem_terms: list[list] = [[] for _ in range(n_s)]
-    flows: list[dict[tuple[object, object], pulp.LpVariable]] = []
+    # nodes are "S", the server indices and "D"
+    flows: list[dict[tuple[Any, Any], pulp.LpVariable]] = []
 
     def product(name: str, x: pulp.LpVariable, f: pulp.LpVariable, upper: float):
         """McCormick for ``x·f`` with ``x ∈ [0, upper]``, ``f ∈ {0,1}`` ((B.4)–(B.7))."""
@@ -109,8 +110,8 @@ def solve_milp(
         return z
 
     for r, c in enumerate(req_clients):
-        f: dict[tuple[object, object], pulp.LpVariable] = {}
-        nodes: list[object] = ["S", *range(n_s), "D"]
+        f: dict[tuple[Any, Any], pulp.LpVariable] = {}
+        nodes: list[Any] = ["S", *range(n_s), "D"]
         for i in nodes[:-1]:
             for j in nodes[1:]:
                 if i == j or (i == "S" and j == "D"):

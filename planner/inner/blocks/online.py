@@ -147,8 +147,8 @@ class SimulationResult:
 def simulate(
     inst: Instance,
     placement: Placement,
-    arrival: Sequence[float],
-    clients: Sequence[int],
+    arrival: Sequence[float] | np.ndarray,
+    clients: Sequence[int] | np.ndarray,
     *,
     router: Router = ws_rr,
     backoff: bool = False,
@@ -199,7 +199,8 @@ def simulate(
 
 
 def poisson_arrivals(rate: float, n: int, seed: int,
-                     weights: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     weights: Sequence[float] | np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """``n`` Poisson arrivals at ``rate``/s (first at 0, as in the authors' code) and clients."""
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(1.0 / rate, size=n)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -105,7 +106,7 @@ class PetalsPlacement:
 def petals_placement(
     inst: Instance,
     config: PetalsConfig,
-    order: Sequence[int],
+    order: Sequence[int] | np.ndarray,
     *,
     counts: np.ndarray | None = None,
 ) -> PetalsPlacement:
@@ -121,7 +122,7 @@ def petals_placement(
         slots = safe_floor(m * reserve / inst.cache_bytes).astype(np.int64)
         session_cap = np.full(inst.n_servers, int(safe_floor(reserve / inst.cache_bytes)))
     else:
-        m = np.minimum(np.asarray(counts, dtype=np.int64), inst.max_blocks)
+        m = np.minimum(np.asarray(counts, dtype=np.int64), cast(np.ndarray, inst.max_blocks))
         slots = memory_slots(inst, m)
         with np.errstate(divide="ignore", invalid="ignore"):
             session_cap = np.where(m > 0, slots // np.maximum(m, 1), 0)
@@ -151,11 +152,13 @@ def petals_router(config: PetalsConfig, session_capacity: np.ndarray):
         n_s = inst.n_servers
         ok, _ = link_matrix(placement, inst.n_blocks)
         busy = np.array([state.count(j, t) >= session_capacity[j] for j in range(n_s)])
-        hop = np.vstack([inst.rtt_ss, inst.rtt_cs[client][None, :]]) / 2.0
+        # Instance.__post_init__ fills rtt_ss and rtt_cs
+        rtt_ss, rtt_cs = cast(np.ndarray, inst.rtt_ss), cast(np.ndarray, inst.rtt_cs)
+        hop = np.vstack([rtt_ss, rtt_cs[client][None, :]]) / 2.0
         extra = hop + np.where(busy, config.alloc_penalty_s, 0.0)[None, :]
         extra = np.where(ok, extra, np.inf)
         _, path = shortest_path(placement, inst.n_blocks, np.full(n_s, config.hop_overhead_s),
-                                inst.tau, extra=extra, sink=inst.rtt_cs[client] / 2.0)
+                                inst.tau, extra=extra, sink=rtt_cs[client] / 2.0)
         return path
 
     return route

@@ -25,18 +25,17 @@ need the units to agree, so GB / ms also work if every field uses them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from perfmodel.errors import at, check_number
 from planner.errors import PlannerError
 
 
 def _positive(owner: str, name: str, value: float, *, allow_zero: bool = False) -> None:
-    ok = value >= 0 if allow_zero else value > 0
-    if not (isinstance(value, int | float) and math.isfinite(value) and ok):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise PlannerError(f"{owner}: field {name} must be a finite number {bound}, got {value!r}")
+    bound: dict[str, Any] = {"ge": 0} if allow_zero else {"gt": 0}
+    check_number(value, at(f"{owner}: field {name}"), **bound)
 
 
 @dataclass(frozen=True)

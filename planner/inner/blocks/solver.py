@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
@@ -161,7 +161,9 @@ def solve_instance(
     feasible = (placement is not None and placement.is_complete(inst.n_blocks)
                 and sum(n for _, n in routed) == design)
     pipes = _pipelines(inst, routed)
-    cap_pipes = _pipelines(inst, fill_capacity(inst, placement, weights)) if feasible else ()
+    # feasible implies placement is not None
+    cap_pipes = (_pipelines(inst, fill_capacity(inst, cast(Placement, placement), weights))
+                 if feasible else ())
     capacity = sum(p.sessions for p in cap_pipes)
     thr = sum(p.sessions / p.response_s for p in cap_pipes) if cap_pipes else 0.0
     mean_wait = float(np.mean(waited)) if waited else 0.0
@@ -172,8 +174,8 @@ def solve_instance(
         plan_kwargs["utilisation"] = arrival_rate * mean_resp / capacity if capacity else INF
         if simulate_requests > 0:
             arr, cl = poisson_arrivals(arrival_rate, simulate_requests, seed, weights)
-            sim = simulate(inst, placement, arr, cl, router=router, backoff=backoff,
-                           initial_delay_s=initial_delay_s,
+            sim = simulate(inst, cast(Placement, placement), arr, cl, router=router,
+                           backoff=backoff, initial_delay_s=initial_delay_s,
                            allocation_delay_s=allocation_delay_s)
             plan_kwargs.update(
                 simulated_mean_response_s=float(np.mean(sim.response_s)),
@@ -242,7 +244,8 @@ def solve_blocks(
                               kv_bytes_per_token=model.kv_bytes_per_token)
     design = load.concurrency
     if design is None:
-        design = design_concurrency(inst, load.arrival_rate,
+        # Load.__post_init__: arrival_rate is set when concurrency is not
+        design = design_concurrency(inst, cast(float, load.arrival_rate),
                                     initial_delay_s=kwargs.get("initial_delay_s", 0.0))
         if design < 1:
             design = 1  # nothing can be guaranteed; the plan will report infeasible

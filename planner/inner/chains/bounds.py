@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.inner.chains.jffc import fastest_first
+
 
 @dataclass(frozen=True)
 class ResponseTimeBounds:
@@ -43,7 +45,7 @@ class ResponseTimeBounds:
 
 
 def sort_by_rate(
-    rates: Sequence[float], capacities: Sequence[int]
+    rates: Sequence[float] | np.ndarray, capacities: Sequence[int] | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Chains with ``c_l > 0`` sorted fastest first (stable), as the analysis requires."""
     mu = np.asarray(rates, dtype=float)
@@ -54,11 +56,12 @@ def sort_by_rate(
         raise ValueError("capacities must be >= 0 and rates > 0")
     keep = c > 0
     mu, c = mu[keep], c[keep]
-    order = np.argsort(-mu, kind="stable")
+    order = fastest_first(mu)
     return mu[order], c[order]
 
 
-def death_rate_bounds(rates: Sequence[float], capacities: Sequence[int]) -> tuple[np.ndarray, ...]:
+def death_rate_bounds(rates: Sequence[float] | np.ndarray, capacities: Sequence[int] | np.ndarray
+                      ) -> tuple[np.ndarray, ...]:
     """``(ν̄_n, ν̲_n)`` for ``n = 1..C`` (eqs. 28–29) as two arrays of length ``C``."""
     mu, c = sort_by_rate(rates, capacities)
     slots = np.repeat(mu, c)  # one entry per job server, fastest first

@@ -30,6 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from planner.inner.chains.jffc import fastest_first
+
 
 @dataclass(frozen=True)
 class CTMCResult:
@@ -57,7 +59,7 @@ class CTMCResult:
         return sum(self.mean_busy) / self.arrival_rate
 
 
-def state_count(capacities: Sequence[int]) -> int:
+def state_count(capacities: Sequence[int] | np.ndarray) -> int:
     """``|𝒵_1| = Π (c_l + 1)`` over chains with ``c_l > 0``."""
     return math.prod(int(c) + 1 for c in capacities if c > 0)
 
@@ -159,7 +161,7 @@ def solve_jffc_ctmc(
     mu_in = np.asarray(rates, dtype=float)
     c_in = np.asarray(capacities, dtype=np.int64)
     keep = np.flatnonzero(c_in > 0)
-    order = keep[np.argsort(-mu_in[keep], kind="stable")]
+    order = keep[fastest_first(mu_in[keep])]
     mu, c = mu_in[order], c_in[order]
     lam = float(arrival_rate)
     if len(c) == 0:

@@ -31,16 +31,24 @@ class RoutingPolicy(Protocol):
     def select(self, occupancy: Sequence[int]) -> int | None: ...
 
 
+def fastest_first(rates: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Chain indices fastest first, ties in input order: the one ordering behind every
+    JFFC here -- :class:`JFFCPolicy` (and through it the simulator's ``jffc`` router),
+    the CTMC of :mod:`ctmc` and the bounds of :mod:`bounds`.  ``rates`` is anything
+    that ranks chains as their ``μ_k`` does."""
+    return np.argsort(-np.asarray(rates, dtype=np.float64), kind="stable")
+
+
 class JFFCPolicy:
     """Alg. 3 arrival rule: the fastest chain with a free slot (ties: lowest index)."""
 
-    def __init__(self, rates: Sequence[float], capacities: Sequence[int]) -> None:
+    def __init__(self, rates: Sequence[float] | np.ndarray, capacities: Sequence[int]) -> None:
         if len(rates) != len(capacities):
             raise ValueError("rates and capacities differ in length")
         self.rates = tuple(float(r) for r in rates)
         self.capacities = tuple(int(c) for c in capacities)
         # Fastest first, stable on ties, so select() is one linear scan.
-        self._order = sorted(range(len(self.rates)), key=lambda k: -self.rates[k])
+        self._order = [int(k) for k in fastest_first(self.rates)]
 
     def select(self, occupancy: Sequence[int]) -> int | None:
         for k in self._order:

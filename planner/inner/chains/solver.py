@@ -180,8 +180,9 @@ def plan_chains(
     c_max = max_capacity(servers, model)
     if c_max < 1:
         raise NoPlanError("chains: no server can hold one block plus one cache slot")
+    cand: Candidate | None
     if c is not None:
-        cand: Candidate | None = evaluate_c(servers, model, c, arrival_rate, rho_bar, criterion)
+        cand = evaluate_c(servers, model, c, arrival_rate, rho_bar, criterion)
         scores = {c: cand.score}
         if not math.isfinite(cand.bounds.lower):  # a fixed c only has to be stable
             cand = None

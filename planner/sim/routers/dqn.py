@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.atomic import write_bytes_atomic
 from planner.errors import PlannerError
 from planner.sim.protocol import HOLD, BaseRouter, ClusterView, SimRequest
 from planner.sim.rl.features import StateConfig, build_state, feature_scale, scan_instance
@@ -74,8 +75,6 @@ def save_policy(path: Path, net: Any, cfg: StateConfig, meta: dict[str, Any]) ->
     import io
 
     import torch
-
-    from planner.atomic import write_bytes_atomic
 
     blob = {"state_dict": net.state_dict(), "n_instances": cfg.n_instances,
             "decode_edges": list(cfg.decode_edges), "prompt_edges": list(cfg.prompt_edges),

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.errors import PlannerError
+from planner.inner.chains.jffc import JFFCPolicy, fastest_first
 from planner.sim.protocol import HOLD, BaseRouter, ClusterView, SimRequest
 
 
@@ -41,17 +42,17 @@ class JFFCRouter(BaseRouter):
             raise PlannerError("router 'jffc' needs a cluster of colocated ('both') islands "
                                "(the chains of a pipeline plan); use range, jsq or netkv "
                                "for a disaggregated plan")
-        speed = np.array([view.step_time(x.index, x.max_batch, 0.0) for x in both])
-        idx = np.array([x.index for x in both], dtype=np.int64)
-        order = np.lexsort((idx, speed))  # fastest first, ties by index
-        self.order = idx[order]  # island indices, fastest first (for inspection too)
-        self._cap = np.array([view.islands[i].max_batch for i in self.order], dtype=np.int64)
+        step = np.array([view.step_time(x.index, x.max_batch, 0.0) for x in both])
+        self._idx = np.array([x.index for x in both], dtype=np.int64)
+        # Seed 001's rule itself (planner.inner.chains.jffc): minus the step time ranks
+        # the islands as their service rates do.
+        self.policy = JFFCPolicy(-step, [x.max_batch for x in both])
+        self.order = self._idx[fastest_first(-step)]  # fastest first (for inspection)
 
     def route_arrival(self, req: SimRequest, view: ClusterView) -> int:
-        o = self.order
-        busy = view.running[o] + view.queued[o]
-        free = np.flatnonzero(busy < self._cap)
-        return int(o[free[0]]) if free.size else HOLD
+        idx = self._idx
+        k = self.policy.select(view.running[idx] + view.queued[idx])
+        return HOLD if k is None else int(idx[k])
 
 
 __all__ = ["JFFCRouter"]

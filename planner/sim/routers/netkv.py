@@ -50,7 +50,7 @@ import numpy as np
 
 from planner.errors import PlannerError
 from planner.network import DEFAULT_NETWORK, NetworkSpec
-from planner.sim.protocol import HOLD, ClusterView, SimRequest
+from planner.sim.protocol import HOLD, KV_PLACEMENT, ClusterView, SimRequest
 from planner.sim.routers.cache_load import InflightTracker, feasible_decode, least_work_prefill
 
 _TIE_EPS = 1e-12
@@ -106,6 +106,7 @@ class NetKVRouter(InflightTracker):
     the least outstanding work (:func:`least_work_prefill`, the same rule as CLA*, so the
     comparison isolates the decode decision)."""
 
+    capabilities = frozenset({KV_PLACEMENT})
     VARIANTS = {"netkv": (True, True), "netkv-static": (True, False),
                 "topo-only": (False, False)}  # name -> (self-contention, live oracle)
 

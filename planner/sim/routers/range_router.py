@@ -27,6 +27,7 @@ are chosen once, at arrival, and decode where they prefilled.
 from __future__ import annotations
 
 import bisect
+from typing import cast
 
 import numpy as np
 
@@ -128,7 +129,8 @@ class RangeRouter(BaseRouter):
         j = bisect.bisect_right(self._edges, req.input_len)
         k = self._pd[j]
         self._pd[j] = k + 1 if k + 1 < self.cycle else 0
-        return self._back[j][k]
+        # a decode is routed only when the cluster has decode islands (_back is set)
+        return cast("list[list[int]]", self._back)[j][k]
 
 
 __all__ = ["RangeRouter", "stride_schedule"]

@@ -48,7 +48,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from perfmodel import get_model
+from perfmodel.calibration import Calibration
 from planner.errors import PlannerError
+from planner.network import DEFAULT_NETWORK
+from planner.sim.cluster import make_cluster, make_island
 from planner.sim.protocol import SimCluster, SimRequest
 
 #: Heavy-decode threshold in tokens (5 s at ≈ 0.02 s per decode step; notes §1.3).
@@ -237,10 +241,6 @@ def mixed_cluster(n_instances: int = N_INSTANCES, *, max_batch: int = MAX_BATCH,
     model's free HBM holds, ≈ 427k tokens).  The default, :data:`SCENARIO_KV_TOKENS`,
     is the module docstring's memory-pressure setting.
     """
-    from perfmodel import get_model
-    from perfmodel.calibration import Calibration
-    from planner.network import DEFAULT_NETWORK
-    from planner.sim.cluster import make_cluster, make_island
 
     model = get_model(MODEL)
     locs = DEFAULT_NETWORK.place([1] * n_instances)

@@ -49,7 +49,7 @@ from planner.errors import PlannerError
 from planner.network import SEED003_NETWORK, Location, NetworkSpec
 from planner.sim.cluster import make_cluster, make_island, step_time
 from planner.sim.engine import simulate
-from planner.sim.protocol import SimCluster, SimRequest, SimResult
+from planner.sim.protocol import SimCluster, SimIsland, SimRequest, SimResult
 from planner.sim.routers.registry import make_router
 from planner.sim.workloads_synth import PROFILES, SynthConfig, generate
 
@@ -91,7 +91,7 @@ def netkv_fattree(*, background: float = 0.0, cross_pod_oversub: float = 4.0,
     """The 16-instance cluster (module docstring).  ``max_input`` bounds the prefill
     table (the Mooncake-like long-context profile reaches 125,546 tokens)."""
     pre, near, far = _locations()
-    islands = []
+    islands: list[SimIsland] = []
     for k, locn in enumerate(pre):
         islands.append(make_island(len(islands), f"prefill{k}", GPU, TP, "prefill", TP, 1, 1,
                                    MODEL, batch=decode_batch, location=locn,

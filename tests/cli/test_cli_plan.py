@@ -1,0 +1,134 @@
+"""`planner plan` end to end on a small inventory, and every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.mark.slow
+def test_plan_exact_writes_run_folder(run_cli, small_inventory, tmp_path):
+    out = tmp_path / "run"
+    rc, stdout, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "80",
+                              "--search", "exact", "--ranges", "8", "--out", str(out), "-q")
+    assert rc == 0, err
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["schema_version"] == 1
+    s = plan["summary"]
+    assert 0 < s["cost_per_hour"] <= 80 and s["requests_per_s"] > 0
+    used = s["gpus_used"]
+    assert used.get("H200", 0) <= 16 and used.get("H20", 0) <= 32
+    roles = {i["role"] for i in plan["islands"]}
+    assert {"prefill", "decode"} <= roles
+    for name in ("report.html", "report.md", "islands.csv", "convergence.png"):
+        assert (out / name).is_file()
+    # homogeneous alternatives spend the same money on one type, as far as the
+    # inventory has it (16 H200, 32 H20 available; $80/h would buy 20 and 80)
+    labels = [b["label"] for b in plan["baselines"]["homogeneous"]]
+    assert labels == ["16 x H200 only", "32 x H20 only"]
+    # the exact search's optimum is this plan's analytic capacity; the headline is what
+    # holds in simulation at the SLO (planner.sim.closed_loop)
+    analytic = s["closed_loop"]["analytic_requests_per_s"]
+    assert s["exact"]["requests_per_s"] == pytest.approx(analytic, rel=1e-6)
+    assert 0 < s["requests_per_s"] <= analytic * 1.05
+    assert "run folder" in stdout
+
+
+@pytest.mark.slow
+def test_plan_is_deterministic(run_cli, small_inventory, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--search", "exact",
+                             "--ranges", "8", "--out", str(out), "-q", "--no-homogeneous")
+        assert rc == 0, err
+    pa, pb = (json.loads((d / "plan.json").read_text()) for d in (a, b))
+    assert pa["islands"] == pb["islands"] and pa["summary"]["requests_per_s"] == (
+        pb["summary"]["requests_per_s"])
+
+
+BAD = [
+    ("name: x\ngpus: [\n", "line", "YAML syntax error"),
+    ("gpus:\n  - {type: H9000, count: 4}\n", "gpus[0] (H9000): field 'type'", "known GPUs"),
+    ("gpus:\n  - {type: H200, count: -4}\n", "field 'count'", "must be >= 0"),
+    ("gpus:\n  - {type: H200, count: 8, price_per_hour: -1}\n", "field 'price_per_hour'",
+     "must be >= 0"),
+    ("gpus:\n  - {type: X, count: 8, price_per_hour: 1, datasheet: {hbm_gb: 80}}\n",
+     "datasheet", "is missing"),
+    ("gpus: []\n", "field 'gpus'", "non-empty"),
+    ("gpus:\n  - {type: H200, count: 8, colour: red}\n", "unknown field", "colour"),
+]
+
+
+@pytest.mark.parametrize("text,field,message", BAD)
+def test_bad_inventory_one_line_exit_2_nothing_written(run_cli, tmp_path, text, field,
+                                                       message):
+    inv = tmp_path / "bad.yaml"
+    inv.write_text(text)
+    out = tmp_path / "run"
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--out", str(out), "-q")
+    assert rc == 2
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert str(inv) in err and field in err and message in err
+    assert not out.exists()
+
+
+def test_budget_below_cheapest_island(run_cli, small_inventory, tmp_path):
+    out = tmp_path / "run"
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "5",
+                         "--out", str(out), "-q")
+    assert rc == 2 and "--budget 5" in err and "cheapest plan" in err
+    assert "raise the budget to at least" in err and str(small_inventory) in err
+    assert not out.exists()
+
+
+def test_target_beyond_inventory_explains(run_cli, small_inventory, tmp_path):
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--target-rps", "1e6",
+                         "--search", "exact", "--ranges", "8", "--out", str(tmp_path / "r"),
+                         "-q")
+    # the real cause: the target is above what the whole inventory can serve
+    assert rc == 1 and "more than the whole inventory can serve" in err
+    assert "at most" in err and "requests/s" in err
+
+
+def test_usage_errors(run_cli, small_inventory):
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--search", "psychic")
+    assert rc == 2 and "--search must be one of" in err
+    rc, _, err = run_cli("plan", "--inventory", "nope.yaml")
+    assert rc == 2 and "does not exist" in err
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "-3")
+    assert rc == 2 and "--budget must be > 0" in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_and_resume_completes(run_cli, small_inventory, tmp_path, monkeypatch):
+    """Ctrl-C during the search keeps a checkpoint and prints how to resume; the resumed
+    run does not re-evaluate what was finished and writes the run folder."""
+    from planner.evaluate import LayoutEvaluator
+
+    out = tmp_path / "run"
+    real_call = LayoutEvaluator.__call__
+    calls = {"n": 0}
+
+    def interrupting(self, layout):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real_call(self, layout)
+
+    monkeypatch.setattr(LayoutEvaluator, "__call__", interrupting)
+    args = ("plan", "--inventory", str(small_inventory), "--search", "divider",
+            "--iterations", "2", "--batch-size", "4", "--ranges", "8", "--no-exact",
+            "--no-homogeneous", "--out", str(out), "-q")
+    rc, _, err = run_cli(*args)
+    assert rc == 130
+    assert "interrupted" in err and "--resume" in err
+    checkpoint = out.parent / f".{out.name}.checkpoint.json"
+    assert checkpoint.is_file() and not out.exists()
+
+    monkeypatch.setattr(LayoutEvaluator, "__call__", real_call)
+    rc, _, err = run_cli(*args, "--resume")
+    assert rc == 0, err
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["search"]["resumed"] is True
+    assert not checkpoint.exists()

@@ -1,0 +1,154 @@
+"""Measured-kernel layer: grids and fits, shipped tables, transfer rule, fallbacks, and
+the calibration script reproducing the committed tables."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel import get_gpu, gpu_catalog
+from perfmodel.kernels import ops
+from perfmodel.kernels.grid import LogGrid, fit_grid
+from perfmodel.kernels.library import kernels_for
+from perfmodel.kernels.models import EfficiencyModel
+from perfmodel.kernels.store import load_system, measured_systems
+from perfmodel.kernels.transfer import comm_source, compute_source, interconnect_class
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_grid_interpolates_multilinearly_and_clamps():
+    g = LogGrid((0.0, 1.0), (1.0, 2.0), np.array([[0.0, 2.0], [4.0, 6.0]]))
+    assert g(0.0, 1.0) == pytest.approx(0.0) and g(1.0, 3.0) == pytest.approx(6.0)
+    assert g(0.5, 2.0) == pytest.approx(3.0)  # centre: mean of the four corners
+    assert g(-5.0, 100.0) == pytest.approx(2.0)  # clamped to the edge node (0, 3)
+    u = np.random.default_rng(1).uniform(-1, 3, size=(2, 50))
+    ref = sum(g.values.ravel()[i] * w for i, w in g._corners(u))
+    np.testing.assert_allclose(g(*u), ref, atol=1e-12)
+
+
+def test_fit_grid_recovers_a_smooth_surface():
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 8, 4000), rng.uniform(0, 6, 4000)
+    z = 0.3 * x - 0.2 * y + 0.05 * x * y
+    g = fit_grid([x, y], z, (0.0, 0.0), (1.0, 1.0), (9, 7), smooth=0.01)
+    xt, yt = rng.uniform(0.5, 7.5, 200), rng.uniform(0.5, 5.5, 200)
+    np.testing.assert_allclose(g(xt, yt), 0.3 * xt - 0.2 * yt + 0.05 * xt * yt, atol=0.03)
+
+
+def test_every_measured_catalog_gpu_ships_tables_with_attribution():
+    systems = measured_systems()
+    for gpu in gpu_catalog().values():
+        if gpu.kernel_system:
+            assert gpu.kernel_system in systems, gpu.name
+            t = load_system(gpu.kernel_system)
+            assert t.gpu == gpu.name and "NVIDIA" in t.attribution
+            assert t.get("trtllm" if "trtllm" in t.engines() else t.engines()[0], "gemm:bf16")
+
+
+@pytest.mark.parametrize("target,family", [("H800", "hopper"), ("H20", "hopper"),
+                                           ("H20-3E", "hopper"), ("A30", "ampere"),
+                                           ("A100-40G", "ampere"), ("L4", "ada"),
+                                           ("H100-PCIe", "hopper")])
+def test_transfer_rule_prefers_the_same_architecture(target, family):
+    src = compute_source(get_gpu(target), measured_systems())
+    assert get_gpu(next(g.name for g in gpu_catalog().values()
+                        if g.kernel_system == src)).arch == family
+
+
+def test_transfer_keeps_the_interconnect_class_for_communication():
+    for name in ("L4", "A100-PCIe", "H100-PCIe"):
+        gpu = get_gpu(name)
+        src = comm_source(gpu, measured_systems())
+        assert interconnect_class(next(g for g in gpu_catalog().values()
+                                       if g.kernel_system == src)) == "pcie"
+    assert comm_source(get_gpu("H800"), measured_systems()) in ("h100_sxm", "h200_sxm")
+
+
+def test_own_measurements_need_no_note_and_transfers_are_named():
+    own = kernels_for(get_gpu("H200"), "trtllm")
+    own.gemm(64.0, 7168.0, 7168.0, "fp8_block")
+    assert not [n for n in own.notes if n.startswith("gemm")]
+    h20 = kernels_for(get_gpu("H20"), "trtllm")
+    h20.gemm(64.0, 7168.0, 7168.0, "fp8_block")
+    assert any("gemm:fp8_block transferred from H" in n for n in h20.notes)
+
+
+def test_a_gpu_without_fp8_runs_fp8_weights_as_weight_only_bf16():
+    a100, h100 = kernels_for(get_gpu("A100-80G"), "trtllm"), kernels_for(get_gpu("H100-SXM"),
+                                                                          "trtllm")
+    # memory-bound decode GEMM: fp8 weights halve the bytes on both
+    assert a100.gemm(8.0, 8192.0, 8192.0, "fp8") < a100.gemm(8.0, 8192.0, 8192.0, "bf16")
+    # compute-bound prefill GEMM: no FP8 tensor cores on A100, so no 2x from fp8
+    big_a = a100.gemm(8192.0, 8192.0, 8192.0, "fp8") / a100.gemm(8192.0, 8192.0, 8192.0, "bf16")
+    big_h = h100.gemm(8192.0, 8192.0, 8192.0, "fp8") / h100.gemm(8192.0, 8192.0, 8192.0, "bf16")
+    assert big_a > 0.8 and big_h < 0.75
+
+
+def test_transferred_times_are_continuous_across_the_source_ridge():
+    """The compute/memory attribution blends smoothly: no jump where an op crosses the
+    measured GPU's ridge point (a step there once made H20 decode steps jump 4x)."""
+    ks = kernels_for(get_gpu("H20"), "trtllm")
+    tokens = np.geomspace(64, 65536, 400)
+    t = np.asarray(ks.moe(tokens, 7168.0, 2048.0 / 8, 8, 256, 1.0, "fp8_block"))
+    assert np.all(t[1:] / t[:-1] < 1.08) and np.all(np.diff(t) > -1e-9)
+
+
+def test_efficiency_model_reproduces_itself_on_the_fitted_gpu():
+    m = EfficiencyModel(1e-6, LogGrid((0.0,), (1.0,), np.log(np.array([0.5, 0.8]))),
+                        1e15, 1e12)
+    t = m.time_on(1e12, 1e9, 1e15, 1e12, np.array(0.0))
+    assert t == pytest.approx(1e-6 + 1e-3 / 0.5)
+
+
+def test_fp4_weights_beat_fp8_on_blackwell():
+    ks = kernels_for(get_gpu("B200"), "trtllm")
+    assert ks.gemm(4096.0, 7168.0, 7168.0, "fp4") < ks.gemm(4096.0, 7168.0, 7168.0, "fp8")
+
+
+def test_roofline_set_is_the_thesis_model():
+    from perfmodel.kernels.roofline_set import GEMM_EFF, HBM_EFF, RooflineKernels
+
+    gpu = get_gpu("H800")
+    rk = RooflineKernels(gpu)
+    big = rk.gemm(4096.0, 8192.0, 8192.0, "fp8")
+    assert big == pytest.approx(2 * 4096 * 8192 * 8192 / (gpu.fp8_tflops * 1e12 * GEMM_EFF))
+    small = rk.gemm(1.0, 8192.0, 8192.0, "fp8")
+    assert small == pytest.approx(8192 * 8192 / (gpu.hbm_gbps * 1e9 * HBM_EFF))
+    assert kernels_for(gpu, "roofline").engine == "roofline"
+
+
+def test_ops_count_flops_and_bytes():
+    f, b = ops.gemm_work(2, 3, 4, "fp8")
+    assert f == 2 * 2 * 3 * 4 and b == 2 * 2 * 4 + 1 * 3 * 4 + 2 * 2 * 3
+    # balanced routing touches min(E, t k) experts; random routing fewer
+    assert ops.moe_touched(4, 8, 256, 8, True) == pytest.approx(32 / 8)
+    assert ops.moe_touched(4, 8, 256, 8, False) < 32 / 8
+
+
+@pytest.mark.skipif(importlib.util.find_spec("aiconfigurator_core") is None,
+                    reason="aiconfigurator-core not installed (pip install -e '.[calibrate]')")
+@pytest.mark.slow
+def test_calibration_script_reproduces_the_committed_tables():
+    """Refitting one GPU from the installed database gives the shipped file byte for byte
+    (the tables are current and the fit is deterministic)."""
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "calibrate_kernels.py"),
+                          "--systems", "l40s", "--check", "--no-validation"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr
+
+
+def test_calibration_script_without_the_database_names_the_extra(tmp_path):
+    """Without aiconfigurator-core: one line naming the extra, exit status 2."""
+    shim = tmp_path / "aiconfigurator_core.py"
+    shim.write_text("raise ImportError('absent')\n")
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "calibrate_kernels.py")],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "[calibrate]" in out.stderr
