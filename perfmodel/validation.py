@@ -143,6 +143,28 @@ def table() -> list[dict[str, Any]]:
     return rows
 
 
+#: The scored rows' statistics as shipped (written by scripts/validation_table.py, kept
+#: current by tests/perfmodel/test_perfmodel_validation.py): what a report quotes as
+#: "how sure we are" without re-running the cases.
+SUMMARY_FILE = "data/validation_summary.json"
+
+
+def shipped_summary() -> dict[str, Any]:
+    """:func:`summary` and :func:`by_gpu` of the scored rows as shipped (package data)."""
+    import json
+
+    return json.loads(resources.files("perfmodel").joinpath(SUMMARY_FILE).read_text())
+
+
+def by_gpu(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per GPU type: scored rows and their median |error|."""
+    out: dict[str, dict[str, float]] = {}
+    for gpu in sorted({r["gpu"] for r in rows if r["scored"]}):
+        e = np.array([r["error"] for r in rows if r["scored"] and r["gpu"] == gpu])
+        out[gpu] = {"rows": int(e.size), "median_abs": float(np.median(np.abs(e)))}
+    return out
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     """The scored rows' error statistics (the issue's goals: median |error| <= 15 %,
     worst <= 35 %, median signed error of dense and of MoE rows within +-10 %)."""

@@ -32,7 +32,11 @@ from perfmodel.hardware import GPU, gpu_catalog, resolve_gpu
 from planner.errors import PlannerError
 from planner.network import parse_network
 
-_ENTRY_FIELDS = {"type", "count", "price_per_hour", "min_island", "datasheet"}
+_ENTRY_FIELDS = {"type", "count", "price_per_hour", "min_island", "datasheet", "price_source",
+                 "price_date", "price_origin"}
+#: Where an entry's price comes from: the GPU catalog (the entry gives none), the
+#: inventory file, or the inventory for a GPU it describes by its own datasheet.
+PRICE_ORIGINS = ("catalog", "inventory", "datasheet")
 _TOP_FIELDS = {"name", "source", "min_island", "gpus", "network"}
 
 
@@ -42,6 +46,8 @@ class InventoryEntry:
     count: int
     price_per_hour: float
     min_island: int = 1
+    price_origin: str = "inventory"  # one of PRICE_ORIGINS
+    price_source: str = ""  # the entry's own note on where its price comes from
 
     @property
     def name(self) -> str:
@@ -92,14 +98,30 @@ class Inventory:
             item: dict[str, Any] = {"type": e.name, "count": e.count,
                                     "price_per_hour": e.price_per_hour,
                                     "min_island": e.min_island}
-            if catalog.get(e.name) != e.gpu:
+            if not _same_hardware(catalog.get(e.name), e.gpu):
                 item["datasheet"] = {k: v for k, v in e.gpu.to_dict().items()
-                                     if k not in ("name", "price_per_hour", "price_source",
-                                                  "price_date", "spec_source")}
+                                     if k not in _PRICE_FIELDS}
+            item["price_origin"] = e.price_origin
+            if e.price_origin == "catalog":
+                item["price_source"], item["price_date"] = e.gpu.price_source, e.gpu.price_date
+            elif e.price_source:
+                item["price_source"] = e.price_source
             out["gpus"].append(item)
         if self.network:
             out["network"] = self.network
         return out
+
+
+_PRICE_FIELDS = ("name", "price_per_hour", "price_source", "price_date", "spec_source")
+
+
+def _same_hardware(catalog: GPU | None, gpu: GPU) -> bool:
+    """Whether ``gpu`` is the catalog's GPU of that name up to its price (a price the
+    inventory sets is not a new datasheet)."""
+    if catalog is None:
+        return False
+    a, b = catalog.to_dict(), gpu.to_dict()
+    return all(a.get(k) == b.get(k) for k in a.keys() | b.keys() if k not in _PRICE_FIELDS)
 
 
 def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False
@@ -153,8 +175,15 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
         price = _number(price, f"{at}: field 'price_per_hour'")
         min_island = int(_number(item.get("min_island", default_min),
                                  f"{at}: field 'min_island'", integer=True, positive=True))
+        origin = "datasheet" if sheet is not None else \
+            "inventory" if "price_per_hour" in item else "catalog"
+        if item.get("price_origin") in PRICE_ORIGINS:  # a plan.json's own record
+            origin = str(item["price_origin"])
+        note = item.get("price_source") if origin != "catalog" else ""
+        if note is not None and not isinstance(note, str):
+            raise PlannerError(f"{at}: field 'price_source' must be text, got {note!r}")
         entries.append(InventoryEntry(replace(gpu, price_per_hour=price), count, price,
-                                      min_island))
+                                      min_island, origin, note or ""))
     names = [e.name for e in entries]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

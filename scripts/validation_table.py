@@ -154,9 +154,19 @@ def render() -> str:
                      + e2e_section(rows, summary))
 
 
+def summary_json() -> str:
+    """The shipped summary (perfmodel.validation.SUMMARY_FILE) of the scored rows."""
+    rows = val.table()
+    return json.dumps({**val.summary(rows), "by_gpu": val.by_gpu(rows),
+                       "source": "docs/validation.md (c), scripts/validation_table.py"},
+                      indent=1, sort_keys=True) + "\n"
+
+
 def main() -> None:
     OUT.write_text(render())
-    print(f"wrote {OUT}")
+    summary_path = ROOT / "perfmodel" / val.SUMMARY_FILE
+    summary_path.write_text(summary_json())
+    print(f"wrote {OUT} and {summary_path}")
 
 
 if __name__ == "__main__":

@@ -4,22 +4,25 @@
     planner whatif docs/whatif-example.yaml --out reports/whatif
 
 Validates everything first (one line naming the file or flag and the field, exit 2),
-solves every scenario exactly, writes the study folder atomically (whatif.csv,
-whatif.json, plots, whatif.md) and prints the tables and the marginal-value answer.
+solves every scenario exactly (a progress line on stderr: scenario k of n and its
+label; off with --quiet or when stderr is not a terminal), writes the study folder
+atomically (whatif.csv, whatif.json, plots, whatif.md, whatif.html) and prints the
+tables and the marginal-value answer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES
-from planner.cli.progress import step_bars
 
 _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",
             "factor", "gain, requests/s", "per extra $/h"}
@@ -28,6 +31,25 @@ _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budge
 def _default_out(spec) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("reports") / f"{stamp}-whatif-{Path(spec.inventory.name).stem}"
+
+
+def scenario_progress(console: Console, quiet: bool
+                      ) -> tuple[Progress, Callable[[int, int, str], None]]:
+    """A one-line display on ``console``: "scenario k of n: <label>", a bar and the time
+    taken; disabled with ``quiet`` or when the console is not a terminal.  The callback
+    is run_whatif's ``progress`` (called before each solve)."""
+    progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24),
+                        TimeElapsedColumn(), console=console, transient=True,
+                        disable=quiet or not console.is_terminal)
+    task = progress.add_task("what-if", total=None)
+
+    def step(k: int, n: int, label: str) -> None:
+        short = label if len(label) <= 60 else label[:59] + "…"
+        progress.update(task, description=f"scenario {k} of {n}: {short}",
+                        completed=k - 1, total=n)
+        progress.refresh()
+
+    return progress, step
 
 
 def whatif(
@@ -47,7 +69,13 @@ def whatif(
                                   "(mixtures: in the spec file)."),
     equal_cost: bool = typer.Option(None, "--equal-cost/--no-equal-cost",
                                     help="Mix vs each single type at the base budget."),
-    marginal: float = typer.Option(None, help="What is the next X $/h best spent on?"),
+    marginal: float = typer.Option(None, help="What is the next X $/h best spent on? Under "
+                                   "inventory availability no option buys more GPUs of a "
+                                   "type than the inventory lists."),
+    marginal_beyond_inventory: bool = typer.Option(
+        None, "--marginal-beyond-inventory/--no-marginal-beyond-inventory",
+        help="Let the marginal study buy more GPUs than the inventory lists (inventory "
+        "availability; spec: studies.marginal_beyond_inventory)."),
     model: str = typer.Option(None, help="Built-in model or config.json path "
                               "(default deepseek-v3)."),
     workload: str = typer.Option(None, help="Base workload (default azure-conv-2023)."),
@@ -63,17 +91,18 @@ def whatif(
                              "<inventory>)."),
     engine: str = typer.Option(None, help="Serving engine of the perf model: "
                                f"{', '.join(ENGINES)} (default {DEFAULT_ENGINE})."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or tables."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display or tables."),
 ) -> None:
     """Procurement what-if: budget/price sweeps, add/remove a type, workload shifts,
     homogeneous vs heterogeneous, Pareto front and the marginal value of X $/h."""
     from planner.whatif import Flags, load_spec, run_whatif, write_whatif
-    from planner.whatif.report import notes, tables
+    from planner.whatif.tables import notes, tables
 
     flags = Flags(inventory=inventory, model=model, workload=workload, budget=budget,
                   availability=availability, ranges=ranges, budget_sweep=budget_sweep,
                   price=list(price or []), add=list(add or []), remove=list(remove or []),
                   workloads=workloads, equal_cost=equal_cost, marginal=marginal,
+                  marginal_beyond_inventory=marginal_beyond_inventory,
                   time_limit=time_limit, max_island=max_island, ttft_ms=ttft_ms,
                   tpot_ms=tpot_ms, engine=engine)
     spec = load_spec(spec_file, flags)
@@ -88,7 +117,7 @@ def whatif(
                   + (" (what-if default; `planner plan` uses 32)" if ranges is None else "")
                   + f", islands of at most {spec.solver.max_island} GPUs, "
                   f"{spec.availability} availability")
-    progress, step = step_bars(console, quiet, 12)
+    progress, step = scenario_progress(console, quiet)
 
     with progress:
         result = run_whatif(spec, progress=step)
@@ -107,5 +136,5 @@ def whatif(
             term.print(n, style="dim", markup=False)
         if result.marginal is not None:
             term.print(Text.assemble(("Marginal value: ", "bold"), result.marginal.sentence))
-    md = next((p for p in written if p.name == "whatif.md"), out / "whatif.md")
-    print(f"what-if folder: {out}  (open {md})")
+    page = next((p for p in written if p.name == "whatif.html"), out / "whatif.html")
+    print(f"what-if folder: {out}  (open {page})")

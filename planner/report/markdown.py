@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from planner.report import sections, sim_section
+from planner.report import answer, sections, sim_section
 from planner.report.csv_tables import TABLES
-from planner.report.facts import fmt, headline
+from planner.report.facts import fmt, search_quality
 from planner.report.plots import FIGURES
 from planner.run.simulations import summary_rows
 
@@ -45,37 +45,42 @@ def simulation_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any
 
 
 def render_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The whole report; images are ``![..](name.png)`` links to the run folder's PNGs."""
-    parts = [f"# {_escape(title(plan))}", ""]
-    parts += ["## The answer", ""]
-    parts += [f"- **{label}:** {_escape(text)}" for label, text in headline(plan)]
+    """The whole report, in the order of report.html (planner.report.html); images are
+    ``![..](name.png)`` links to the run folder's PNGs."""
+    parts = [f"# {_escape(title(plan))}", "", "## The answer", ""]
+    parts += [f"- **{label}:** {_escape(text)}" for label, text in answer.answer(plan)]
     parts += ["", "### GPUs to buy or rent", "", md_table(sections.gpus_table(plan)), ""]
-    parts += ["### Throughput and cost", "", md_table(sections.throughput_table(plan)), ""]
-    lat, net = sections.latency_table(plan), sections.network_table(plan)
+    lat = sections.latency_table(plan)
     if lat:
         parts += ["### Latency", "", sections.LATENCY_NOTE, "", md_table(lat), ""]
+    parts += ["## Islands", "",
+              "Identical islands are grouped: “30 × 2 H100” is thirty islands of two GPUs "
+              "each. Each group serves one phase (prefill, decode or colocated) with one "
+              "parallelism and batch (see Terms used).", "",
+              md_table(answer.island_groups(plan)), ""]
+    parts += _figure_md("islands.png")
+    parts += ["## Alternatives", "",
+              "The best plan using a single GPU type for the same money, and the exact "
+              f"optimum of the same model. {answer.optimum_sentence(plan)}", "",
+              md_table(sections.baselines_table(plan)), ""]
+    parts += ["## Assumptions and caveats", ""]
+    parts += [f"- {_escape(c)}" for c in answer.caveats(plan)] + [""]
+    parts += ["## How the plan uses its GPUs", ""]
+    parts += _figure_md("per_length.png") + _figure_md("assignment.png")
+    parts += simulation_markdown(plan, sims)
+    parts += ["## Terms used", ""]
+    parts += [f"- **{k}**: {v}" for k, v in answer.GLOSSARY.items()] + [""]
+    parts += ["## Appendix: details and search internals", "",
+              "### Capacity in detail", "", md_table(sections.throughput_table(plan)), ""]
+    net = sections.network_table(plan)
     if net:
         parts += ["### Network", "", sections.NETWORK_NOTE, "", md_table(net), ""]
-    parts += ["## Islands", "",
-              "Each island is a group of GPUs of one type serving one phase (prefill or "
-              "decode) with one parallel configuration.", "",
-              md_table(sections.islands_table(plan)), ""]
-    parts += ["## Plots", ""]
-    for name, (_make, fig_title, caption) in FIGURES.items():
-        if name == "convergence.png":
-            continue
-        parts += [f"### {fig_title}", "", f"![{fig_title}]({name})", "", f"*{caption}*", ""]
-    parts += simulation_markdown(plan, sims)
-    parts += ["## Compared with", "",
-              "The best plan using a single GPU type at the same budget, and the exact "
-              "optimum of the same model (how far the search is from it).", "",
-              md_table(sections.baselines_table(plan)), ""]
-    conv_title, conv_caption = FIGURES["convergence.png"][1:]
-    parts += ["## Search", "", f"![{conv_title}](convergence.png)", "", f"*{conv_caption}*",
-              "", md_table(sections.search_table(plan)), ""]
-    parts += ["## Inputs", "", md_table(sections.request_table(plan)), ""]
-    parts += ["## Prices and their sources", "", md_table(sections.prices_table(plan)), ""]
-    parts += ["## Files in this folder", "",
+    parts += ["### Every island", "", md_table(sections.islands_table(plan)), ""]
+    parts += ["### Search", "", f"{search_quality(plan)}.", ""] + _figure_md("convergence.png")
+    parts += [md_table(sections.search_table(plan)), ""]
+    parts += ["### Inputs", "", md_table(sections.request_table(plan)), ""]
+    parts += ["### Prices and their sources", "", md_table(sections.prices_table(plan)), ""]
+    parts += ["### Files in this folder", "",
               "- `plan.json`: everything above, machine-readable "
               f"(schema version {plan['schema_version']}); `planner report <folder>` "
               "redraws this report from it."]
@@ -83,3 +88,8 @@ def render_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]] =
     parts += [f"- `{name}`" for name in FIGURES] + ["- `report.html`: this report as one "
                                                     "self-contained page", ""]
     return "\n".join(parts)
+
+
+def _figure_md(name: str) -> list[str]:
+    _make, fig_title, caption = FIGURES[name]
+    return [f"### {fig_title}", "", f"![{fig_title}]({name})", "", f"*{caption}*", ""]

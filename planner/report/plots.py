@@ -3,14 +3,15 @@
 * :func:`convergence_figure` — the search's best-so-far against proposal index and
   wall time (the style of thesis Figs. 5.5-5.12 for one trial), every proposal as a
   dot, the exact optimum as a dashed line when it was computed.
-* :func:`layout_figure` — one bar per island, length = GPUs, colour = GPU type,
-  hatching = role, labelled with its parallel configuration and batch.
+* :func:`layout_figure` — one bar per group of identical islands, length = GPUs,
+  colour = GPU type, hatching = role, labelled with its parallel configuration and
+  batch.
 * :func:`assignment_figure` — islands × ranges heatmaps of the time shares
   ``x_ij`` for the prefill and the decode islands (thesis Fig. 5.2), under the
   workload's range probabilities p_j.
-* :func:`per_length_figure` — prefill and decode requests/s per input length, the
-  solver's *model* view vs the *evaluated* one, against the demand ``p(s)·T``
-  (thesis Fig. 5.4).
+* :func:`per_length_figure` — per input-length range, its share of the requests and,
+  per phase, the plan's capacity there over its demand (1 = full, above = spare); the
+  per-length figures of thesis Fig. 5.4 stay in per_length.csv.
 
 matplotlib's object API on the Agg canvas, never ``pyplot``: no global state, no GUI.
 """
@@ -46,9 +47,6 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
 _PHASE_COLORS = ("#2ca02c", "#1f77b4", "#9467bd", "#17becf")  # never red: red is "exact"
 _HATCH = {"prefill": "///", "decode": "", "both": "..", "idle": "xx"}
 _ROLE_ORDER = ("prefill", "both", "decode", "idle")
-# Above this many lengths the per-length curves are averaged over bins: 8,000 points per
-# line is illegible at report width and bloats the PNG.
-_MAX_POINTS = 800
 
 
 def gpu_colors(plan: Plan) -> dict[str, str]:
@@ -124,42 +122,51 @@ def convergence_figure(plan: Plan) -> Figure:
 
 # --- island layout ----------------------------------------------------------------------
 
-def _island_order(plan: Plan) -> list[int]:
-    isl = plan["islands"]
-    return sorted(range(len(isl)), key=lambda i: (_ROLE_ORDER.index(isl[i]["role"]), i))
+def island_groups(plan: Plan) -> list[tuple[Mapping[str, Any], int]]:
+    """Identical islands (GPU, size, role, parallelism, batch) as (first island, count),
+    prefill first, then colocated, decode, idle; inside a role, larger groups first."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for isl in plan["islands"]:
+        key = (str(isl["gpu"]), int(isl["size"]), str(isl["role"]), str(isl.get("config")),
+               str(isl.get("batch")))
+        groups.setdefault(key, []).append(isl)
+    out = [(members[0], len(members)) for members in groups.values()]
+    return sorted(out, key=lambda g: (_ROLE_ORDER.index(g[0]["role"]),
+                                      -g[1] * int(g[0]["size"])))
 
 
 def layout_figure(plan: Plan) -> Figure:
-    islands = plan["islands"]
+    """One bar per group of identical islands: length = the group's GPUs, colour = GPU
+    type, hatching = role; the label says how many islands of how many GPUs, with their
+    parallelism and batch -- readable whether the plan has 3 islands or 300."""
     colors = gpu_colors(plan)
-    order = _island_order(plan)
-    n = max(1, len(order))
-    fig = _figure(11, min(14.0, 1.6 + 0.42 * n))
+    groups = island_groups(plan)
+    n = max(1, len(groups))
+    fig = _figure(11, min(12.0, 1.5 + 0.45 * n))
     ax = fig.subplots()
-    total = sum(int(islands[i]["size"]) for i in order)
-    fig.suptitle(f"Island layout: {total} GPUs in {len(order)} islands, "
+    total = sum(int(isl["size"]) * k for isl, k in groups)
+    count = sum(k for _isl, k in groups)
+    fig.suptitle(f"Island layout: {total} GPUs in {count} islands ({len(groups)} kinds), "
                  f"{money(plan['summary']['cost_per_hour'])}")
-    if not order:
+    if not groups:
         ax.text(0.5, 0.5, "no islands", ha="center", va="center", transform=ax.transAxes)
         return fig
-    sizes = np.array([num(islands[i]["size"]) for i in order])
-    y = np.arange(len(order))[::-1]  # first island on top
-    for yk, i, size in zip(y, order, sizes, strict=True):
-        isl = islands[i]
+    gpus = np.array([int(isl["size"]) * k for isl, k in groups], dtype=float)
+    y = np.arange(len(groups))[::-1]  # first group on top
+    for yk, (isl, _k), width in zip(y, groups, gpus, strict=True):
         face = to_rgba(colors[str(isl["gpu"])], 0.35 if isl["role"] == "idle" else 0.85)
-        ax.barh(yk, size, color=face, hatch=_HATCH[isl["role"]], edgecolor="black",
+        ax.barh(yk, width, color=face, hatch=_HATCH[isl["role"]], edgecolor="black",
                 linewidth=0.8)
-        if len(order) <= 60:
-            what = (f"{isl['role']}: {isl['config']} · batch {isl['batch']}"
-                    if isl["role"] != "idle" else "idle")
-            ax.text(size + sizes.max() * 0.01, yk, what, va="center", fontsize=8)
-    ax.set_yticks(y, [island_name(i, islands[i]) for i in order],
-                  fontsize=9 if len(order) <= 30 else 6)
-    ax.set_xlim(0, sizes.max() * 1.4)
-    ax.set_xlabel("GPUs in the island")
+        what = (f"{isl['role']} · {isl['config']} · batch {isl['batch']}"
+                if isl["role"] != "idle" else "idle")
+        ax.text(width + gpus.max() * 0.01, yk, what, va="center", fontsize=8)
+    ax.set_yticks(y, [f"{k} × {isl['size']} {isl['gpu']}" for isl, k in groups],
+                  fontsize=9 if len(groups) <= 30 else 7)
+    ax.set_xlim(0, gpus.max() * 1.45)
+    ax.set_xlabel("GPUs (all islands of the group)")
     ax.grid(axis="x", alpha=0.3)
-    used = [t for t in colors if any(str(islands[i]["gpu"]) == t for i in order)]
-    roles = [r for r in _ROLE_ORDER if any(islands[i]["role"] == r for i in order)]
+    used = [t for t in colors if any(str(isl["gpu"]) == t for isl, _k in groups)]
+    roles = [r for r in _ROLE_ORDER if any(isl["role"] == r for isl, _k in groups)]
     handles = ([Patch(facecolor=colors[t], edgecolor="black", label=t) for t in used]
                + [Patch(facecolor="white", edgecolor="black", hatch=_HATCH[r], label=r)
                   for r in roles])
@@ -218,73 +225,97 @@ def assignment_figure(plan: Plan) -> Figure:
     return fig
 
 
-# --- per-length throughput --------------------------------------------------------------
+# --- capacity per length range -----------------------------------------------------------
 
-def _binned(xs: np.ndarray, cols: list[np.ndarray], max_points: int
-            ) -> tuple[np.ndarray, list[np.ndarray], int]:
-    """Mean of each column over consecutive bins of ``width`` lengths (x: bin centre)."""
-    width = max(1, math.ceil(len(xs) / max_points))
-    if width == 1:
-        return xs, cols, 1
-    n = len(xs) // width * width  # the ragged tail bin is dropped (< width lengths)
-    x = xs[:n].reshape(-1, width).mean(axis=1)
-    return x, [c[:n].reshape(-1, width).mean(axis=1) for c in cols], width
+def _range_labels(plan: Plan) -> list[str]:
+    def k(v: float) -> str:  # 880, 4,400, 10.6k: distinct for neighbouring ranges
+        return f"{round(v):,}" if v < 10_000 else f"{v / 1000:.1f}k"
+
+    start, end = arr(plan["ranges"]["start"]), arr(plan["ranges"]["end"])
+    return [f"{k(a)}–{k(b)}" for a, b in zip(start, end, strict=True)]
 
 
-def per_length_figure(plan: Plan, max_points: int = _MAX_POINTS) -> Figure:
+def range_headroom(plan: Plan) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(share of requests per range, {phase: capacity ÷ demand per range}).
+
+    A range's capacity in a phase is what the islands' time on it serves at full
+    resolution (the evaluated per-length rates summed over the range, planner.inner.
+    evaluator); its demand is its share of the requests at the rate the whole plan
+    sustains with every range in proportion, ``min`` over phases and ranges of capacity
+    ÷ share.  So the fullest range reads exactly 1 and every other range shows its
+    headroom; a uniform rescaling of the plan (the closed loop's) leaves it unchanged.
+    NaN where a range receives no requests."""
     pl = plan["per_length"]
-    rate = num(plan["summary"]["requests_per_s"])
     lengths = arr(pl["length"])
-    if len(lengths) < 2:
-        fig = _figure(11, 2.0)
+    pmf = np.nan_to_num(arr(pl["pmf"]))
+    start, end = arr(plan["ranges"]["start"]), arr(plan["ranges"]["end"])
+    J = len(start)
+    j = np.searchsorted(end, lengths, side="right")
+    inside = (j < J) & (lengths >= start[np.minimum(j, J - 1)])
+    share = np.bincount(j[inside], weights=pmf[inside], minlength=J)[:J]
+    caps = {ph: np.bincount(j[inside], weights=np.nan_to_num(arr(pl[f"eval_{ph}"]))[inside],
+                            minlength=J)[:J] for ph in ("prefill", "decode")}
+    served = share > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = {ph: np.where(served, c / np.where(served, share, 1.0), np.nan)
+               for ph, c in caps.items()}
+    rate = min((float(np.nanmin(v)) for v in per.values() if np.isfinite(v).any()),
+               default=math.nan)
+    return share, {ph: v / rate for ph, v in per.items()}
+
+
+def per_length_figure(plan: Plan) -> Figure:
+    """Per input-length range: how often it is asked for (top), and in each phase the
+    capacity the plan gives it over what it receives (1 = full, above 1 = spare,
+    shaded), on every range of the workload (the axis ends where the workload does)."""
+    fig = _figure(11, 7.0)
+    if len(plan["per_length"]["length"]) < 2 or not len(plan["ranges"]["start"]):
         fig.text(0.5, 0.5, "no per-length evaluation in this plan", ha="center")
         return fig
-    pmf = np.nan_to_num(arr(pl["pmf"]))
-    demand = pmf * (rate if math.isfinite(rate) else 0.0)
-    # Crop the empty tail: lengths past the 99.9th percentile of the demand carry <0.1%
-    # of it and would squeeze the informative part into the left edge.
-    cdf = np.cumsum(pmf)
-    top = len(lengths) if cdf[-1] <= 0 else int(np.searchsorted(cdf, 0.999 * cdf[-1])) + 1
-    top = min(len(lengths), max(top, 2))
-    cols = [np.nan_to_num(arr(pl[k]))[:top] for k in
-            ("model_prefill", "eval_prefill", "model_decode", "eval_decode")]
-    x, (mp, ep, md, ed, dm), width = _binned(lengths[:top], cols + [demand[:top]], max_points)
-    fig = _figure(11, 6.2)
-    axes = fig.subplots(2, 1, sharex=True)
-    fig.suptitle(f"Throughput per input length vs. demand at {fmt(rate)} requests/s")
-    ends = arr(plan["ranges"]["end"])
-    for ax, phase, model, ev in ((axes[0], "prefill", mp, ep), (axes[1], "decode", md, ed)):
-        for e in ends[ends < x[-1]]:
-            ax.axvline(e, color="0.85", linewidth=0.6, zorder=0)
-        ax.plot(x, dm, color="black", linestyle="--", linewidth=1.3,
-                label="workload demand p(s)·T", zorder=3)
-        ax.plot(x, model, color="tab:blue", linewidth=1.1, label="model (solver, per range)")
-        ax.plot(x, ev, color="tab:orange", linewidth=1.1, alpha=0.9,
-                label="evaluated (per length)")
-        ax.set_title(f"{phase}", fontsize=10, loc="left")
-        ax.set_ylabel("requests/s per length")
-        ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
-    axes[0].legend(fontsize=8, loc="upper right")
-    note = f", mean over {width}-length bins" if width > 1 else ""
-    axes[1].set_xlabel(f"input length (tokens){note}; grey lines: range boundaries")
+    share, ratio = range_headroom(plan)
+    J = len(share)
+    x = np.arange(J)
+    axes = fig.subplots(3, 1, sharex=True, height_ratios=[1.0, 1.4, 1.4])
+    fig.suptitle(f"Where the plan is full: capacity ÷ demand per input-length range at "
+                 f"{fmt(num(plan['summary']['requests_per_s']))} requests/s")
+    axes[0].bar(x, 100 * share, width=0.85, color="0.55")
+    axes[0].set_ylabel("% of requests")
+    axes[0].grid(axis="y", alpha=0.3)
+    top = max(1.5, float(np.nanmax(np.concatenate(list(ratio.values())))) * 1.08
+              if any(np.isfinite(v).any() for v in ratio.values()) else 1.5)
+    for ax, (phase, r) in zip(axes[1:], ratio.items(), strict=True):
+        ok = np.isfinite(r)
+        ax.bar(x[ok], np.minimum(r[ok], 1.0), width=0.85, color="tab:blue", alpha=0.8,
+               label="used by the demand")
+        ax.bar(x[ok], np.clip(r[ok] - 1.0, 0.0, None), bottom=1.0, width=0.85,
+               color="tab:green", alpha=0.5, label="spare capacity")
+        ax.axhline(1.0, color="black", linewidth=1.0, linestyle="--")
+        ax.set_ylim(0, top)
+        ax.set_ylabel("capacity ÷ demand")
+        ax.set_title(f"{phase} islands", fontsize=10, loc="left")
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].legend(fontsize=8, loc="upper right")
+    labels = _range_labels(plan)
+    step = max(1, math.ceil(J / 40))
+    axes[-1].set_xticks(x[::step], labels[::step], rotation=60, fontsize=7, ha="right")
+    axes[-1].set_xlabel("input length (tokens) of each range")
     return fig
 
 
 FIGURES: dict[str, tuple[Callable[[Plan], Figure], str, str]] = {
     # file name: (figure, title, one-line caption saying how to read it)
     "islands.png": (layout_figure, "Island layout",
-                    "One bar per island: length = GPUs, colour = GPU type, hatched = "
-                    "prefill, solid = decode; the label gives its parallel configuration "
-                    "(tp-dp-ep) and batch."),
+                    "One bar per kind of island (“30 × 2 H100”: thirty islands of two "
+                    "GPUs): length = GPUs, colour = GPU type, hatched = prefill, solid = "
+                    "decode; the label gives the role, parallelism (tp-dp-ep) and batch."),
     "assignment.png": (assignment_figure, "Which island serves which lengths",
                        "Each row is an island, each column an input-length range; darker "
                        "= more of that island's time goes to that range (top: how likely "
                        "each range is)."),
-    "per_length.png": (per_length_figure, "Throughput per input length",
-                       "Where the coloured lines sit on the dashed demand curve the plan "
-                       "serves that length as often as it arrives; above = spare capacity, "
-                       "below = the bottleneck."),
+    "per_length.png": (per_length_figure, "Where the plan is full",
+                       "Top: how often each range of prompt lengths is asked for. Below, "
+                       "per phase: the capacity the plan gives the range over what it "
+                       "receives; 1 (dashed) = full, green above it = spare capacity."),
     "convergence.png": (convergence_figure, "Search convergence",
                         "Black: best plan found so far after each proposal (left) and over "
                         "time (right); dots: every proposal; red dashed: the exact optimum, "

@@ -99,7 +99,7 @@ def throughput_table(plan: Mapping[str, Any]) -> Table:
                  ["  SLO attainment simulated at 90 % of it",
                   pct(loop.get("slo_attainment_at_90pct"))]]
     if s.get("thesis_evaluated_requests_per_s") is not None:
-        rows.append(["  seed 002 §5.2.2 per-length re-evaluation",
+        rows.append(["  every length evaluated on its own (seed 002 §5.2.2)",
                      fmt(s["thesis_evaluated_requests_per_s"])])
     rows += [["prefill capacity, requests/s", fmt(s.get("prefill_rps"))],
              ["decode capacity, requests/s", fmt(s.get("decode_rps"))],
@@ -109,7 +109,8 @@ def throughput_table(plan: Mapping[str, Any]) -> Table:
              ["$ per million tokens", money(s.get("usd_per_million_tokens"), "")],
              ["$ per million output tokens",
               money(s.get("usd_per_million_output_tokens"), "")],
-             ["deviation D_total (thesis §4.8.1)", fmt(s.get("d_total"))],
+             ["thesis MILP deviation D_total (§4.8.1; 0: the mix is matched)",
+              fmt(s.get("d_total"))],
              ["inner solver status", str(s.get("status") or DASH)]]
     return ["figure", "value"], rows
 
@@ -162,7 +163,7 @@ def baselines_table(plan: Mapping[str, Any]) -> Table:
         status = str(e.get("status") or DASH)
         gap = num(e.get("gap"))
         if math.isfinite(gap) and gap > 0:
-            status += f" (MIP gap {pct(gap)})"
+            status += f" (proven within {pct(gap)})"
         rows.append([str(e.get("label") or DASH), layout_label(e.get("layout")), fmt(v),
                      money(e.get("cost_per_hour")), status,
                      fmt(mine / v) if v > 0 else DASH])
@@ -218,18 +219,25 @@ def request_table(plan: Mapping[str, Any]) -> Table:
     return ["input", "value"], rows
 
 
+_ORIGIN = {"catalog": "catalog", "inventory": "inventory",
+           "datasheet": "inventory (GPU from its datasheet)"}
+
+
 def prices_table(plan: Mapping[str, Any]) -> Table:
-    """Inventory with each price's provenance: the entry's own ``price_source`` if
-    plan.json carries one, else the inventory file's ``source``."""
+    """Inventory with each price's provenance: where the price comes from (the GPU
+    catalog, the inventory file, or the inventory for a GPU it describes by its own
+    datasheet) and the source note -- the catalog's for catalog prices, else the
+    entry's own or the inventory file's ``source``."""
     inv = plan["request"]["inventory"]
     default = str(inv.get("source") or "") or f"inventory '{inv.get('name', DASH)}'"
     rows = []
     for g in inv["gpus"]:
-        src = str(g.get("price_source") or default)
+        origin = str(g.get("price_origin") or ("datasheet" if g.get("datasheet")
+                                               else "inventory"))
+        src = str(g.get("price_source") or (DASH if origin == "catalog" else default))
         if g.get("price_date"):
             src += f" ({g['price_date']})"
-        if g.get("datasheet"):
-            src += "; custom datasheet"
         rows.append([str(g.get("type", DASH)), str(g.get("count", DASH)),
-                     money(g.get("price_per_hour")), str(g.get("min_island", DASH)), src])
-    return ["GPU", "available", "price per GPU", "min island", "price source"], rows
+                     money(g.get("price_per_hour")), str(g.get("min_island", DASH)),
+                     _ORIGIN.get(origin, origin), src])
+    return ["GPU", "available", "price per GPU", "min island", "price from", "source"], rows

@@ -9,8 +9,9 @@ the cost/throughput Pareto front and the marginal value of the next X $/h.
 >>> write_whatif(result, Path("reports/whatif"))                 # doctest: +SKIP
 
 Pipeline: spec.py (YAML + flags -> WhatIfSpec) -> scenarios.py (studies -> scenarios)
--> run.py (exact MILP per scenario) -> marginal.py (next X $/h) -> report.py / plots.py
-(files).  docs/whatif.md describes the format and the method.
+-> run.py (exact MILP per scenario) -> marginal.py (next X $/h) -> report.py (files:
+tables.py for the figures and words, plots.py, html.py for whatif.html).  pareto.py
+says which scenarios share a front.  docs/whatif.md describes the format and the method.
 """
 
 from planner.whatif.marginal import MarginalAnswer, MarginalOption

@@ -3,10 +3,13 @@
 Starting from the base scenario (budget B, supply S), each option spends X more $/h:
 
 * "X $/h more of type t" -- budget B + X and floor(X / price_t) more GPUs of t
-  available.  Under ``inventory`` availability the supply is the inventory's; under
-  ``unlimited`` (market) availability it is the fleet of the base optimum (the GPUs one
-  would own after buying it), so the option is a real incremental purchase rather than
-  a re-optimisation of the whole fleet;
+  available.  Under ``unlimited`` (market) availability they come on top of the fleet
+  of the base optimum (the GPUs one would own after buying it), so the option is a real
+  incremental purchase rather than a re-optimisation of the whole fleet.  Under
+  ``inventory`` availability the inventory's counts are what is available, so these
+  options would buy GPUs the inventory does not list: they are **not offered** (and
+  listed as excluded) unless the spec says ``marginal_beyond_inventory: true``, in which
+  case they are added to the inventory's counts and labelled as beyond them;
 * "X $/h more with the current availability" -- budget B + X, no new GPUs; offered
   under ``inventory`` availability when the budget binds (the inventory costs more than
   B), i.e. when GPUs already available sit idle for lack of budget.
@@ -25,14 +28,15 @@ ranked.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from planner.outer.protocol import TypeSupply, affordable
-from planner.whatif.scenarios import MIX, Scenario, supply
+from planner.whatif.scenarios import MIX, Scenario, base_scenario, supply
 
 if TYPE_CHECKING:
-    from planner.whatif.solve import Outcome, StepProgress, WhatIfRunner
+    from planner.whatif.solve import Outcome, WhatIfRunner
     from planner.whatif.spec import WhatIfSpec
 
 CURRENT = "current availability"
@@ -65,6 +69,9 @@ class MarginalAnswer:
     tolerance: float  # requests/s below which gains are indistinguishable (solver gaps)
     reference: MarginalOption | None = None
     sentence: str = ""
+    # labels of the options not offered because they exceed the inventory's counts
+    excluded: list[str] = field(default_factory=list)
+    beyond_inventory: bool = False  # the spec allowed options beyond the inventory
 
     @property
     def best(self) -> MarginalOption | None:
@@ -76,38 +83,63 @@ class MarginalAnswer:
                 "options": [o.to_dict(self.step) for o in self.options],
                 "reference": None if self.reference is None else
                 self.reference.to_dict(self.step),
-                "answer": self.sentence}
+                "answer": self.sentence, "beyond_inventory": self.beyond_inventory,
+                "excluded_beyond_inventory": list(self.excluded)}
 
 
-def marginal_scenarios(spec: WhatIfSpec, base: Outcome
-                       ) -> list[tuple[str, str | None, int, Scenario]]:
-    """(label, gpu, GPUs added, scenario) of each option; see the module docstring."""
+Option = tuple[str, str | None, int, Scenario]  # (label, gpu, GPUs added, scenario)
+
+
+def marginal_scenarios(spec: WhatIfSpec, base: Scenario, owned: Mapping[str, int]
+                       ) -> tuple[list[Option], list[str]]:
+    """The options to solve, and the labels of those not offered because they would buy
+    more GPUs than the inventory lists (see the module docstring).  ``owned`` is the
+    base optimum's fleet (used under ``unlimited`` availability only); how many options
+    there are depends on the spec alone."""
     # called only for a spec with a marginal study (spec.marginal set)
     step, b0 = float(cast(float, spec.marginal)), spec.base_budget
     b1 = b0 + step
-    sc = base.scenario
-    if spec.availability == "unlimited":
-        owned = base.gpus
+    unlimited = spec.availability == "unlimited"
+    if unlimited:
         start = tuple(TypeSupply(e.name, owned.get(e.name, 0), e.price_per_hour, e.min_island)
                       for e in spec.inventory.entries)
     else:
-        start = sc.supply
-    out: list[tuple[str, str | None, int, Scenario]] = []
+        start = base.supply
+    out: list[Option] = []
+    excluded: list[str] = []
     for t in start:
         n = affordable(step, t.price_per_hour) if t.price_per_hour > 0 else 0
         grown = tuple(replace(u, available=u.available + n) if u.name == t.name else u
                       for u in start)
-        label = (f"{n} more {t.name} ({t.price_per_hour:.2f} $/h each)" if n else
-                 f"no {t.name} ({t.price_per_hour:.2f} $/h each: none fits in {step:g} $/h)")
+        if n and not unlimited:
+            plain = f"{n} more {t.name}"
+            if not spec.marginal_beyond_inventory:
+                excluded.append(plain)
+                continue
+            label = (f"{plain} beyond the inventory's {t.available} "
+                     f"({t.price_per_hour:.2f} $/h each)")
+        elif n:
+            label = f"{n} more {t.name} ({t.price_per_hour:.2f} $/h each)"
+        else:
+            label = f"no {t.name} ({t.price_per_hour:.2f} $/h each: none fits in {step:g} $/h)"
         out.append((label, t.name, n, Scenario("marginal", f"+{step:g} $/h: {label}", MIX,
-                                               sc.workload, b1, grown, {"gpu": t.name,
-                                                                        "added": n},
-                                               sc.components)))
-    if spec.availability == "inventory" and sc.full_cost > b0 * (1 + 1e-9):
+                                               base.workload, b1, grown,
+                                               {"gpu": t.name, "added": n},
+                                               base.components)))
+    if not unlimited and base.full_cost > b0 * (1 + 1e-9):
         out.append((f"the {CURRENT} (no new GPUs)", None, 0,
-                    Scenario("marginal", f"+{step:g} $/h: {CURRENT}", MIX, sc.workload, b1,
-                             start, {"gpu": None, "added": 0}, sc.components)))
-    return out
+                    Scenario("marginal", f"+{step:g} $/h: {CURRENT}", MIX, base.workload, b1,
+                             start, {"gpu": None, "added": 0}, base.components)))
+    return out, excluded
+
+
+def marginal_count(spec: WhatIfSpec) -> int:
+    """How many problems the marginal study solves (its options, and the reference under
+    ``unlimited`` availability): known before the base is solved."""
+    if not spec.marginal:
+        return 0
+    todo, _ = marginal_scenarios(spec, base_scenario(spec), {})
+    return len(todo) + (spec.availability == "unlimited")
 
 
 def rank(options: list[MarginalOption], tolerance: float) -> list[MarginalOption]:
@@ -126,32 +158,48 @@ def rank(options: list[MarginalOption], tolerance: float) -> list[MarginalOption
 def _sentence(answer: MarginalAnswer) -> str:
     x, base = answer.step, answer.base
     best = answer.best
-    if best is None or best.gain <= answer.tolerance:
-        what = "" if best is None else f" (best: {best.label}, {best.gain:+.2f} requests/s)"
-        return (f"No way of spending the next {x:g} $/h raises throughput measurably over "
-                f"{base.requests_per_s:.2f} requests/s{what}.")
-    pct = best.gain / base.requests_per_s if base.requests_per_s > 0 else math.inf
-    text = (f"The next {x:g} $/h is best spent on {best.label}: "
-            f"{base.requests_per_s:.2f} -> {best.outcome.requests_per_s:.2f} requests/s "
-            f"({best.gain:+.2f}, {pct:+.1%}), {best.per_dollar(x):.3f} requests/s per extra "
-            "$/h")
-    if len(answer.options) > 1:
-        second = answer.options[1]
-        text += f"; runner-up: {second.label} ({second.gain:+.2f} requests/s)"
+    not_offered = ""
+    if answer.excluded:
+        not_offered = (f"{', '.join(answer.excluded)} would exceed the inventory's counts "
+                       "and {verb} not offered (set studies.marginal_beyond_inventory: "
+                       "true or --marginal-beyond-inventory to price them in)")
+    if best is None:
+        text = (f"Within the inventory's counts the next {x:g} $/h buys nothing: the base "
+                f"budget already pays for every GPU the inventory lists "
+                f"({base.requests_per_s:.2f} requests/s for {base.cost_per_hour:.2f} $/h)")
+        if not_offered:
+            text += "; " + not_offered.format(verb="are")
+        return text + "."
+    if best.gain <= answer.tolerance:
+        text = (f"No way of spending the next {x:g} $/h raises throughput measurably over "
+                f"{base.requests_per_s:.2f} requests/s (best: {best.label}, "
+                f"{best.gain:+.2f} requests/s)")
+    else:
+        pct = best.gain / base.requests_per_s if base.requests_per_s > 0 else math.inf
+        text = (f"The next {x:g} $/h is best spent on {best.label}: "
+                f"{base.requests_per_s:.2f} -> {best.outcome.requests_per_s:.2f} requests/s "
+                f"({best.gain:+.2f}, {pct:+.1%}), {best.per_dollar(x):.3f} requests/s per "
+                "extra $/h")
+        if len(answer.options) > 1:
+            second = answer.options[1]
+            text += f"; runner-up: {second.label} ({second.gain:+.2f} requests/s)"
+    if not_offered:
+        text += "; " + not_offered.format(verb="were")
     return text + "."
 
 
 def marginal_answer(spec: WhatIfSpec, runner: WhatIfRunner, base: Outcome,
-                    progress: StepProgress | None = None) -> MarginalAnswer:
-    """Solve every option with ``runner`` and rank them."""
-    todo = marginal_scenarios(spec, base)
+                    before: Callable[[Scenario], None] | None = None) -> MarginalAnswer:
+    """Solve every option with ``runner`` (calling ``before`` with each scenario first)
+    and rank them."""
+    todo, excluded = marginal_scenarios(spec, base.scenario, base.gpus)
     options = []
-    for k, (label, gpu, n, sc) in enumerate(todo):
+    for label, gpu, n, sc in todo:
+        if before:
+            before(sc)
         out = runner.solve(sc)
         options.append(MarginalOption(label, gpu, n, out,
                                       out.requests_per_s - base.requests_per_s))
-        if progress:
-            progress("marginal", k + 1, len(todo))
     o = spec.solver
     # Each solve is within its relative gap of its optimum (mip_gap + prune_tol when
     # solved to optimality, the reported gap when the time limit stopped it): gains below
@@ -166,11 +214,14 @@ def marginal_answer(spec: WhatIfSpec, runner: WhatIfRunner, base: Outcome,
         sc = Scenario("marginal", f"+{spec.marginal:g} $/h: re-buy the whole fleet", MIX,
                       base.scenario.workload, b1, supply(spec.inventory, b1, "unlimited"),
                       {"gpu": None, "added": 0, "reference": True}, base.scenario.components)
+        if before:
+            before(sc)
         out = runner.solve(sc)
         reference = MarginalOption("the best fleet bought from scratch at "
                                    f"{b1:g} $/h", None, 0, out,
                                    out.requests_per_s - base.requests_per_s)
     answer = MarginalAnswer(float(cast(float, spec.marginal)), base, rank(options, tol),
-                            tol, reference)
+                            tol, reference, excluded=excluded,
+                            beyond_inventory=spec.marginal_beyond_inventory)
     answer.sentence = _sentence(answer)
     return answer

@@ -6,12 +6,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from planner.whatif.marginal import MarginalAnswer, marginal_answer
-from planner.whatif.scenarios import expand
-from planner.whatif.solve import Outcome, StepProgress, WhatIfRunner
+from planner.whatif.marginal import MarginalAnswer, marginal_answer, marginal_count
+from planner.whatif.scenarios import MIX, Scenario, expand
+from planner.whatif.solve import Outcome, WhatIfRunner
 from planner.whatif.spec import WhatIfSpec
+
+# (k, n, label): scenario k (1-based) of n is about to be solved
+ScenarioProgress = Callable[[int, int, str], None]
+
+
+def scenario_label(sc: Scenario) -> str:
+    """A scenario for people: its name, and the option unless it is the mix."""
+    return sc.name if sc.option == MIX else f"{sc.name}, {sc.option}"
 
 
 @dataclass
@@ -30,19 +39,28 @@ class WhatIfResult:
         return [o for o in self.outcomes if o.scenario.study == name]
 
 
-def run_whatif(spec: WhatIfSpec, progress: StepProgress | None = None) -> WhatIfResult:
-    """Solve every scenario of ``spec`` (base first), then the marginal-value options."""
+def run_whatif(spec: WhatIfSpec, progress: ScenarioProgress | None = None) -> WhatIfResult:
+    """Solve every scenario of ``spec`` (base first), then the marginal-value options;
+    ``progress(k, n, label)`` is called before each of the n solves."""
     t0 = time.perf_counter()
     runner = WhatIfRunner(spec)
     scenarios = expand(spec)
-    outcomes = []
-    for k, sc in enumerate(scenarios):
-        outcomes.append(runner.solve(sc))
+    total = len(scenarios) + marginal_count(spec)
+    done = 0
+
+    def before(sc: Scenario) -> None:
+        nonlocal done
+        done += 1
         if progress:
-            progress("scenarios", k + 1, len(scenarios))
+            progress(done, total, scenario_label(sc))
+
+    outcomes = []
+    for sc in scenarios:
+        before(sc)
+        outcomes.append(runner.solve(sc))
     answer = None
     if spec.marginal:
-        answer = marginal_answer(spec, runner, outcomes[0], progress)
+        answer = marginal_answer(spec, runner, outcomes[0], before)
         outcomes += [o.outcome for o in answer.options]
         if answer.reference is not None:
             outcomes.append(answer.reference.outcome)

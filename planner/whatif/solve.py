@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +35,6 @@ from planner.whatif.scenarios import Scenario
 from planner.whatif.spec import WhatIfSpec
 from planner.whatif.workloads import load_mix
 from planner.workload import Workload
-
-# (step name, done, total)
-StepProgress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -158,4 +154,4 @@ class WhatIfRunner:
         return len(self._solved)
 
 
-__all__ = ["Outcome", "StepProgress", "WhatIfRunner"]
+__all__ = ["Outcome", "WhatIfRunner"]

@@ -19,6 +19,8 @@ example)::
       workloads: [azure-code-2023, {mix: [azure-conv-2023, azure-code-2023], share: [0.5]}]
       equal_cost: true
       marginal: 100
+      marginal_beyond_inventory: false     # true: the marginal study may buy more GPUs
+                                           # of a type than the inventory lists
 
 Flags override the file field by field.  Every mistake is one :class:`PlannerError`
 line naming the file (or flag) and the dotted field, raised before anything is solved
@@ -63,7 +65,8 @@ DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.
 
 _TOP = {"inventory", "model", "workload", "budget", "availability", "ranges", "slo",
         "solver", "studies", "engine"}
-_STUDIES = {"budget_sweep", "prices", "add", "remove", "workloads", "equal_cost", "marginal"}
+_STUDIES = {"budget_sweep", "prices", "add", "remove", "workloads", "equal_cost", "marginal",
+            "marginal_beyond_inventory"}
 _SOLVER = {"time_limit", "mip_gap", "prune_tol", "max_island"}
 
 
@@ -86,6 +89,9 @@ class WhatIfSpec:
     equal_cost: bool = False
     marginal: float | None = None
     engine: str = DEFAULT_ENGINE
+    # under "inventory" availability, may the marginal study offer more GPUs of a type
+    # than the inventory lists?  (Only when the spec says so: planner.whatif.marginal.)
+    marginal_beyond_inventory: bool = False
 
     @property
     def base_budget(self) -> float:
@@ -114,7 +120,8 @@ class WhatIfSpec:
                 "remove": list(self.remove),
                 "workloads": [{"label": w.label, "components": [list(c) for c in w.components]}
                               for w in self.workloads],
-                "equal_cost": self.equal_cost, "marginal": self.marginal}}
+                "equal_cost": self.equal_cost, "marginal": self.marginal,
+                "marginal_beyond_inventory": self.marginal_beyond_inventory}}
 
 
 @dataclass
@@ -134,6 +141,7 @@ class Flags:
     workloads: str | None = None
     equal_cost: bool | None = None
     marginal: float | None = None
+    marginal_beyond_inventory: bool | None = None
     time_limit: float | None = None
     max_island: int | None = None
     ttft_ms: float | None = None
@@ -354,13 +362,24 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
                               False)
     if not isinstance(equal_cost, bool):
         raise eq_at.error(f"expected true or false, got {equal_cost!r}")
+    beyond, by_at = _pick(flags.marginal_beyond_inventory, "--marginal-beyond-inventory",
+                          studies, "marginal_beyond_inventory", st, False)
+    if not isinstance(beyond, bool):
+        raise by_at.error(f"expected true or false, got {beyond!r}")
+    if beyond and marginal is None:
+        raise by_at.error("applies to the marginal study only: give 'marginal' (the extra "
+                          "$/h) too")
+    if beyond and unlimited:
+        raise by_at.error("has no effect with availability 'unlimited' (every option "
+                          "already buys on the market); drop it or use availability "
+                          "'inventory'")
     spec = WhatIfSpec(
         src, inventory, model, workload, budget, availability, ranges,
         _slo(data, root, flags), _solver(data, root, flags),
         _budget_sweep(studies, st, flags), _prices(studies, st, flags, inventory, unlimited),
         _add(studies, st, flags, inventory, unlimited), _remove(studies, st, flags, inventory),
         _workloads(studies, st, flags, base_dir), equal_cost,
-        None if marginal is None else positive(marginal, at), engine)
+        None if marginal is None else positive(marginal, at), engine, beyond)
     if not spec.base_budget > 0:
         raise root.child("budget").error("is needed: the inventory's full cost is 0 $/h")
     if not spec.has_study:

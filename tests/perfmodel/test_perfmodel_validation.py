@@ -73,3 +73,17 @@ def test_aggregated_point_is_consistent():
     capped = aggregated_point(gpu, m, 2, 1, 1, 1000, 1000.0, 0.0, Calibration(),
                               tpot_ms=pt.tpot_s * 1e3 * 0.5)
     assert capped.batch < pt.batch and capped.tpot_s <= pt.tpot_s * 0.5
+
+
+def test_shipped_summary_is_current(rows):
+    # Reports quote the shipped summary; it must be what the cases give today
+    # (regenerate with scripts/validation_table.py).
+    shipped = val.shipped_summary()
+    live = {**val.summary(rows), "by_gpu": val.by_gpu(rows)}
+    for key, value in live.items():
+        if isinstance(value, dict):
+            assert shipped[key].keys() == value.keys()
+            for gpu, stats in value.items():
+                assert shipped[key][gpu] == pytest.approx(stats, rel=1e-9)
+        else:
+            assert shipped[key] == pytest.approx(value, rel=1e-9)

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.colors import to_rgba
 from report_fixtures import make_plan_dict
 
-from planner.report import plots, sections, summary_plain
+from planner.report import answer, plots, sections, summary_plain
 from planner.report.facts import fmt, headline, layout_label, pct
 from planner.report.html import render_html
 from planner.report.markdown import render_markdown
@@ -121,23 +121,35 @@ def test_convergence_figure_target_mode_and_no_exact():
     assert "no search history" in fig.axes[0].texts[0].get_text()
 
 
-def test_layout_figure_bars(plan):
+def test_layout_figure_groups_identical_islands(plan):
     fig = plots.layout_figure(plan)
     ax = fig.axes[0]
-    bars = [p for p in ax.patches]
-    assert len(bars) == len(plan["islands"])
+    bars = list(ax.patches)
+    groups = plots.island_groups(plan)
+    assert len(bars) == len(groups) < len(plan["islands"])  # the fixture repeats islands
+    assert sum(k for _isl, k in groups) == len(plan["islands"])
+    assert sum(b.get_width() for b in bars) == sum(i["size"] for i in plan["islands"])
     colors = plots.gpu_colors(plan)
-    widths = sorted(b.get_width() for b in bars)
-    assert widths == sorted(float(i["size"]) for i in plan["islands"])
     label_at = {round(t.get_position()[1]): t.get_text() for t in ax.get_yticklabels()}
     for bar in bars:
-        label = label_at[round(bar.get_y() + bar.get_height() / 2)]
-        k = int(label.split()[0][1:])  # "#3 H800×16"
-        isl = plan["islands"][k]
-        assert bar.get_width() == isl["size"]
-        assert bar.get_hatch() == plots._HATCH[isl["role"]]
-        rgb = to_rgba(colors[isl["gpu"]])[:3]
-        assert np.allclose(bar.get_facecolor()[:3], rgb)
+        label = label_at[round(bar.get_y() + bar.get_height() / 2)]  # "3 × 16 H800"
+        k, _x, size, gpu = label.split()
+        members = [i for i in plan["islands"] if i["gpu"] == gpu and i["size"] == int(size)
+                   and plots._HATCH[i["role"]] == bar.get_hatch()]
+        assert len(members) >= int(k)
+        assert bar.get_width() == int(k) * int(size)
+        assert np.allclose(bar.get_facecolor()[:3], to_rgba(colors[gpu])[:3])
+
+
+def test_layout_figure_stays_one_bar_per_kind_for_hundreds_of_islands():
+    plan = make_plan_dict(S=100, J=4, history=3)
+    one = dict(plan["islands"][0])
+    plan["islands"] = [dict(one) for _ in range(62)]
+    fig = plots.layout_figure(plan)
+    assert len(fig.axes[0].patches) == 1
+    assert fig.axes[0].get_yticklabels()[0].get_text() == f"62 × {one['size']} {one['gpu']}"
+    rows = answer.island_groups(plan)[1]
+    assert len(rows) == 1 and rows[0][0] == f"62 × {one['size']} {one['gpu']}"
 
 
 def test_assignment_figure_is_the_share_matrix(plan):
@@ -151,34 +163,34 @@ def test_assignment_figure_is_the_share_matrix(plan):
     assert [b.get_height() for b in bars] == plan["ranges"]["prob"]
 
 
-def test_per_length_figure_downsamples_large_s(plan):
-    fig = plots.per_length_figure(plan)
-    for ax in fig.axes[:2]:
-        lines = {ln.get_label(): ln for ln in ax.lines if not ln.get_label().startswith("_")}
-        assert set(lines) == {"workload demand p(s)·T", "model (solver, per range)",
-                              "evaluated (per length)"}
-        n = len(lines["model (solver, per range)"].get_xdata())
-        assert 300 < n <= 800
-    # the binned demand keeps the mean demand of the lengths it covers
-    demand = fig.axes[0].lines[-3].get_ydata()
-    x = fig.axes[0].lines[-3].get_xdata()
-    width = round(x[1] - x[0])
-    pmf = np.array(plan["per_length"]["pmf"]) * plan["summary"]["requests_per_s"]
-    assert demand[5] == pytest.approx(pmf[5 * width:6 * width].mean())
+def test_range_headroom_reads_one_where_the_plan_is_full(plan):
+    share, ratio = plots.range_headroom(plan)
+    assert 0.9 < share.sum() <= 1.0 + 1e-9  # lengths outside every range carry none
+    finite = np.concatenate([v[np.isfinite(v)] for v in ratio.values()])
+    assert finite.min() == pytest.approx(1.0) and (finite >= 1.0 - 1e-12).all()
+    # a uniform rescaling of the plan's rates (the closed loop's) changes nothing
+    scaled = dict(plan, per_length={k: (list(np.array(v) * 0.8) if k.startswith("eval")
+                                        else v) for k, v in plan["per_length"].items()})
+    for phase, r in plots.range_headroom(scaled)[1].items():
+        assert np.allclose(r, ratio[phase], equal_nan=True)
 
 
-def test_per_length_figure_small_s_is_exact():
-    plan = make_plan_dict(S=300, J=8, history=5)
+def test_per_range_figure_draws_every_range(plan):
     fig = plots.per_length_figure(plan)
-    ev = [ln for ln in fig.axes[1].lines if ln.get_label() == "evaluated (per length)"][0]
-    n = len(ev.get_ydata())
-    assert np.array_equal(ev.get_ydata(), plan["per_length"]["eval_decode"][:n])
+    J = len(plan["ranges"]["prob"])
+    share, ratio = plots.range_headroom(plan)
+    assert [b.get_height() for b in fig.axes[0].patches] == pytest.approx(list(100 * share))
+    for ax, phase in zip(fig.axes[1:3], ("prefill", "decode"), strict=True):
+        ok = np.isfinite(ratio[phase])
+        spare = [b.get_height() for b in ax.patches][int(ok.sum()):]
+        assert spare == pytest.approx(list(np.clip(ratio[phase][ok] - 1.0, 0, None)))
+    assert len(fig.axes[2].get_xticklabels()) == J
 
 
 def test_markdown_and_html_agree_on_the_numbers(plan):
     md = render_markdown(plan)
     page = render_html(plan, {name: b"png" for name in plots.FIGURES})
-    for label, text in headline(plan):
+    for label, text in answer.answer(plan):
         assert f"**{label}:** {text}" in md
         assert f"<b>{html_escape(label)}:</b> {html_escape(text)}" in page
     for figure in (fmt(plan["summary"]["requests_per_s"]), "$512.00/h", "tp2-dp8-ep16",

@@ -81,7 +81,8 @@ def test_non_finite_numbers_become_null(tmp_path):
     assert loaded["baselines"]["homogeneous"][0]["gap"] is None
     assert loaded["summary"]["d_total"] is None
     assert loaded["per_range"]["prefill_rps"] == plan["per_range"]["prefill_rps"].tolist()
-    assert "deviation D_total (thesis §4.8.1) | —" in (tmp_path / "r" / "report.md").read_text()
+    assert "deviation D_total (§4.8.1; 0: the mix is matched) | —" in \
+        (tmp_path / "r" / "report.md").read_text()
 
 
 def test_csv_rows(run, plan):
@@ -145,9 +146,12 @@ def test_html_is_self_contained_and_embeds_every_plot(run):
     pngs = {(run_dir / n).read_bytes() for n in ("islands.png", "assignment.png",
                                                   "per_length.png", "convergence.png")}
     assert {base64.b64decode(e) for e in embedded} == pngs
-    for heading in ("The answer", "Islands", "Plots", "Compared with", "Search", "Inputs",
-                    "Prices and their sources"):
-        assert f">{heading}</h2>" in page
+    order = [page.index(f">{heading}</h2>") for heading in (
+        "The answer", "Islands", "Alternatives", "Assumptions and caveats",
+        "How the plan uses its GPUs", "Terms used", "Appendix: details and search internals")]
+    assert order == sorted(order)  # the answer first, search internals last
+    for heading in ("Search", "Inputs", "Prices and their sources"):
+        assert f">{heading}</h3>" in page[order[-1]:]
     assert page.count("<figcaption>") == 4
 
 

@@ -127,7 +127,8 @@ def test_closed_loop_on_a_real_plan(run_cli, tmp_path):
     assert s["requests_per_s"] <= loop["analytic_requests_per_s"] * 1.05
     # the report states the check beside the headline, and no second capacity
     md = (out / "report.md").read_text()
-    assert "Checked" in md and "re-evaluated per input length" not in md
+    assert "**How sure:** in a simulation of this plan" in md \
+        and "re-evaluated per input length" not in md
     # the same plan simulated again (another seed) keeps its promise
     from planner.sim.closed_loop import simulate_at
 

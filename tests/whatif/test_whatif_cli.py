@@ -39,6 +39,12 @@ CASES = [
     ({"equal_cost": "yes"}, {}, "field 'studies.equal_cost'"),
     ({"marginal": 0}, {}, "field 'studies.marginal'"),
     ({"margnal": 10}, {}, "field 'studies'"),
+    ({"marginal": 16, "marginal_beyond_inventory": "yes"}, {},
+     "field 'studies.marginal_beyond_inventory'"),
+    ({"budget_sweep": [32], "marginal_beyond_inventory": True}, {},
+     "field 'studies.marginal_beyond_inventory'"),
+    ({"marginal": 16, "marginal_beyond_inventory": True}, {"availability": "unlimited"},
+     "field 'studies.marginal_beyond_inventory'"),
     (None, {"availability": "infinite"}, "field 'availability'"),
     (None, {"budgte": 10}, "budgte"),
     (None, {"ranges": 2.5}, "field 'ranges'"),
@@ -112,8 +118,11 @@ def test_good_spec_writes_the_whole_folder(tmp_path, run_cli):
     rc, stdout, stderr = run_cli("whatif", str(spec), "--out", str(out))
     assert rc == 0, stderr
     names = {p.name for p in out.iterdir()}
-    assert {"whatif.csv", "whatif.json", "whatif.md", "throughput_vs_budget.png",
-            "cost_per_token_vs_budget.png", "pareto.png", "prices.png"} <= names
+    assert {"whatif.csv", "whatif.json", "whatif.md", "whatif.html",
+            "throughput_vs_budget.png", "cost_per_token_vs_budget.png", "pareto.png",
+            "prices.png"} <= names
+    assert "whatif.html" in stdout  # the page to open
+    assert "scenario 1 of" not in stderr  # stderr is not a terminal: no progress display
     data = json.loads((out / "whatif.json").read_text())
     with open(out / "whatif.csv") as f:
         table = list(csv.DictReader(f))
@@ -130,3 +139,33 @@ def test_good_spec_writes_the_whole_folder(tmp_path, run_cli):
     for k, r in enumerate(table):
         assert (r["pareto"] == "True") == (k in front)
     assert yaml.safe_load(spec.read_text())["ranges"] == data["spec"]["ranges"] == 4
+    # availability: inventory counts -- no marginal option offers more than they list
+    counts = {e["type"]: e["count"] for e in data["spec"]["inventory"]["gpus"]}
+    marginal = [s for s in data["scenarios"] if s["study"] == "marginal"]
+    assert marginal and all(t["available"] <= counts[t["type"]]
+                            for s in marginal for t in s["supply"])
+    assert data["marginal"]["excluded_beyond_inventory"] == ["4 more H200", "16 more H20"]
+
+
+def _shown(terminal: bool, quiet: bool) -> str:
+    import io
+
+    from rich.console import Console
+
+    from planner.cli.whatif import scenario_progress
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=terminal, width=120)
+    progress, step = scenario_progress(console, quiet)
+    with progress:
+        step(1, 3, "base 48 $/h")
+        step(2, 3, "budget 32 $/h, H200 only")
+    return buf.getvalue()
+
+
+def test_progress_names_each_scenario_on_a_terminal_only():
+    shown = _shown(terminal=True, quiet=False)
+    assert "scenario 1 of 3: base 48 $/h" in shown
+    assert "scenario 2 of 3: budget 32 $/h, H200 only" in shown
+    assert _shown(terminal=False, quiet=False) == ""  # piped or redirected: quiet
+    assert _shown(terminal=True, quiet=True) == ""

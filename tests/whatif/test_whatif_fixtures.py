@@ -25,3 +25,53 @@ def write_spec(folder: Path, studies: dict, **top) -> Path:
     path = folder / "spec.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+# ------------------------------------------------------------------ a study without solving
+#: requests/s per GPU of each type in :class:`FakeRunner` (made-up, H200 the fastest).
+SPEED = {"H200": 3.0, "H20": 1.0, "H800": 2.0}
+
+#: A spec with every kind of study the report renders (a price sweep and a workload
+#: study, which the Pareto front must leave out, and a marginal study).
+FAKE_STUDIES = {"budget_sweep": [32, 64], "equal_cost": True,
+                "prices": {"H20": ["0.5x", "1.5x"]}, "remove": ["H200"],
+                "workloads": ["azure-code-2023"], "marginal": 16}
+
+
+class FakeRunner:
+    """Stands in for planner.whatif.solve.WhatIfRunner: instant, deterministic outcomes
+    (the fastest GPUs first, in islands of 8, within the supply and budget)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.problems_solved = 0
+
+    def solve(self, sc):
+        from planner.whatif.solve import Outcome
+
+        self.problems_solved += 1
+        left, layout = sc.budget, []
+        for t in sorted(sc.supply, key=lambda t: -SPEED.get(t.name, 1.0) / t.price_per_hour):
+            n = min(t.available, int(left // t.price_per_hour)) // 8 * 8
+            layout += [(t.name, 8)] * (n // 8)
+            left -= n * t.price_per_hour
+        cost = sum(next(t.price_per_hour for t in sc.supply if t.name == g) * n
+                   for g, n in layout)
+        value = sum(SPEED.get(g, 1.0) * n for g, n in layout)
+        if sc.workload != self.spec.workload:
+            value *= 0.5
+        roles = tuple("prefill" if k % 2 else "decode" for k in range(len(layout)))
+        return Outcome(sc, "optimal" if layout else "no plan", value, cost, tuple(layout),
+                       roles, value, 0.0 if layout else float("nan"), 0.01, 200.0)
+
+
+def fake_result(folder: Path, studies: dict | None = None, **top):
+    """run_whatif on the small inventory with :class:`FakeRunner` (no MILP: instant)."""
+    from unittest import mock
+
+    from planner.whatif import load_spec, run_whatif
+
+    spec = load_spec(write_spec(folder, dict(FAKE_STUDIES if studies is None else studies),
+                                **{"budget": 48, **top}))
+    with mock.patch("planner.whatif.run.WhatIfRunner", FakeRunner):
+        return run_whatif(spec)

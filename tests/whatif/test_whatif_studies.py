@@ -12,9 +12,9 @@ from test_whatif_fixtures import write_spec
 
 from planner.whatif import load_spec, pareto_mask, run_whatif
 from planner.whatif.marginal import MarginalOption, rank
-from planner.whatif.pareto import pareto_points
-from planner.whatif.report import rows
+from planner.whatif.pareto import comparable, pareto_points
 from planner.whatif.scenarios import MIX
+from planner.whatif.tables import rows
 
 # The specs use mip_gap 1e-6 and no pruning tolerance: values are optimal to ~1e-6.
 REL = 1e-5
@@ -34,6 +34,7 @@ def inventory_study(tmp_path_factory):
         "add": [{"type": "H800", "count": 16, "price_per_hour": 2.0}],
         "equal_cost": True,
         "marginal": 16,
+        "marginal_beyond_inventory": True,  # the per-type options are what is tested
     }, budget=56)
     return run_whatif(load_spec(path))
 
@@ -171,8 +172,11 @@ def test_pareto_front_points_are_non_dominated(inventory_study):
     front = set(pareto_points(inventory_study))
     pts = [(k, o.cost_per_hour, o.requests_per_s) for k, o in
            enumerate(inventory_study.outcomes) if o.requests_per_s > 0
-           and o.scenario.components == inventory_study.base.scenario.components]
+           and comparable(inventory_study, o)]
     assert front and front <= {k for k, _, _ in pts}
+    # a price sweep is at other prices: none of its scenarios but the 1.0x ones compare
+    for o in inventory_study.study("price"):
+        assert comparable(inventory_study, o) == (o.scenario.params["factor"] == 1.0)
     for k, c, v in pts:
         dominated = any(c2 <= c and v2 >= v and (c2 < c or v2 > v) for _, c2, v2 in pts)
         assert (k in front) == (not dominated)

@@ -1,0 +1,219 @@
+"""What a buyer reads first: the answer, how sure it is, the islands grouped, the
+assumptions -- and a plain explanation of every term the report uses.
+
+Pure functions of the plan dict, shared by ``report.md`` and ``report.html`` (the
+terminal summary keeps its own compact form).  Nothing here is a new figure: every
+number is the plan's own (one capacity, the headline that held in simulation) or the
+shipped validation summary of the perf model (``perfmodel.validation``,
+docs/validation.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from perfmodel.validation import shipped_summary
+from planner.report.facts import (
+    DASH,
+    fmt,
+    gpu_lines,
+    homogeneous_ratio,
+    length,
+    money,
+    num,
+    pct,
+    prices,
+    served_span,
+)
+
+Table = tuple[list[str], list[list[str]]]
+
+#: One-line plain explanations, shown on hover in report.html and listed under "Terms".
+GLOSSARY: dict[str, str] = {
+    "island": "a group of GPUs of one type that serve requests together as one model "
+              "replica (one engine instance)",
+    "prefill": "the first phase of a request: the whole prompt is read in one pass; it "
+               "decides the time to the first token",
+    "decode": "the second phase: the answer is generated one token per step; it decides "
+              "the time between tokens",
+    "colocated": "an island that runs both phases of its requests (aggregated serving)",
+    "TTFT": "time to first token: from a request's arrival to the first output token",
+    "TPOT": "time per output token after the first (the inverse of the streaming speed)",
+    "SLO": "service-level objective: the latency ceilings the plan must keep (TTFT and "
+           "TPOT)",
+    "p50 / p90": "the latency that half / nine in ten of the requests stay under",
+    "requests/s": "the sustained rate of requests the fleet completes on this workload's "
+                  "mix of prompt and answer lengths while meeting the SLO",
+    "parallelism": "how an island splits the model over its GPUs: tp = tensor-parallel "
+                   "ways, dp = data-parallel attention groups, ep = expert-parallel ways "
+                   "(MoE models); e.g. tp8-dp2-ep16",
+    "batch": "the number of requests an island's engine decodes together in one step",
+    "input lengths served": "the prompt lengths (tokens) the router sends to an island; "
+                            "the plan splits the lengths into ranges and gives each range "
+                            "to the islands that serve it best",
+    "exact optimum": "the best plan the performance model allows, proven by a solver "
+                     "(mixed-integer program); the search's plan is compared with it",
+    "proven within": "the solver stopped with a certificate that no plan is better than "
+                     "this one by more than the stated percentage",
+    "closed loop": "the plan simulated request by request (queues, batching, KV-cache "
+                   "transfers); its capacity is the rate that holds there at the SLO",
+}
+
+
+def _slo_text(plan: Mapping[str, Any]) -> str:
+    slo = plan["request"].get("slo") or {}
+    parts = [f"{k} ≤ {fmt(slo.get(f))} ms" for k, f in (("TTFT", "ttft_ms"),
+                                                         ("TPOT", "tpot_ms")) if slo.get(f)]
+    return " and ".join(parts) if parts else "no latency ceiling"
+
+
+def _latency_text(plan: Mapping[str, Any]) -> str | None:
+    lat = plan["summary"].get("latency_ms") or {}
+    if not lat:
+        return None
+    return (f"predicted at this load: TTFT p50 {fmt(lat.get('ttft_p50'))} ms, p90 "
+            f"{fmt(lat.get('ttft_p90'))} ms; TPOT p50 {fmt(lat.get('tpot_p50'))} ms, p90 "
+            f"{fmt(lat.get('tpot_p90'))} ms")
+
+
+def confidence(plan: Mapping[str, Any]) -> str:
+    """How far to trust the capacity: the simulation check of this plan, and the perf
+    model's error on published measurements (overall and on the plan's GPU types)."""
+    used = [ln.gpu for ln in gpu_lines(plan) if ln.used]
+    v = shipped_summary()
+    mine = [f"{g} {pct(v['by_gpu'][g]['median_abs'], 0)}" for g in used
+            if g in v.get("by_gpu", {})]
+    model = (f"the performance model predicts {v['rows']} published serving measurements "
+             f"on {v['gpus']} GPU types with a median error of {pct(v['median_abs'], 0)} "
+             f"(worst {pct(v['worst_abs'], 0)}"
+             + (f"; on this plan's GPUs: {', '.join(mine)}" if mine else "")
+             + "; docs/validation.md)")
+    s = plan["summary"]
+    loop = s.get("closed_loop")
+    if not loop:
+        return f"not simulated (--no-sim-check): this is the perf model's figure; {model}"
+    analytic = num(loop.get("analytic_requests_per_s"))
+    ratio = num(s["requests_per_s"]) / analytic if analytic > 0 else math.nan
+    held = (f"in a simulation of this plan {pct(loop.get('sustained_fraction'))} of "
+            f"arrivals complete at this rate and {pct(loop.get('slo_attainment_at_90pct'))} "
+            f"of requests meet the SLO at 90 % of it; the perf model alone predicts "
+            f"{fmt(analytic)} requests/s (×{fmt(ratio)} after simulation)")
+    return f"{held}; {model}"
+
+
+def answer(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The answer in (label, sentence) pairs: what to buy, what it costs, the capacity
+    to budget against with its latency, how sure we are, the alternative."""
+    s = plan["summary"]
+    req = plan["request"]
+    lines = gpu_lines(plan)
+    buy = ", ".join(f"{ln.used} × {ln.gpu}" for ln in lines if ln.used) or "nothing"
+    budget = num(s.get("budget", req.get("budget")))
+    of_budget = (f" of the {money(budget)} budget ({pct(num(s['cost_per_hour']) / budget, 0)})"
+                 if budget > 0 else "")
+    out = [("Buy or rent", buy),
+           ("It costs", f"{money(s['cost_per_hour'])}{of_budget}; "
+                        f"{money(s.get('usd_per_million_tokens'), '')} per million tokens")]
+    capacity = (f"{fmt(s['requests_per_s'])} requests/s at the SLO ({_slo_text(plan)}), "
+                f"{fmt(s.get('tokens_per_s'))} tokens/s")
+    lat = _latency_text(plan)
+    out.append(("Capacity to budget against", capacity + (f"; {lat}" if lat else "")))
+    target = num(req.get("target_rps"))
+    if math.isfinite(target):
+        met = num(s["requests_per_s"]) >= target * (1 - 1e-9)
+        out.append(("Target", f"{fmt(target)} requests/s: {'met' if met else 'NOT met'}"))
+    out.append(("How sure", confidence(plan)))
+    best = s.get("best_homogeneous")
+    if best:
+        out.append(("Instead of one GPU type",
+                    f"{fmt(homogeneous_ratio(plan))}× the requests/s of the best "
+                    f"single-type plan for the same money ({best.get('label', DASH)}: "
+                    f"{fmt(best.get('requests_per_s'))} requests/s)"))
+    return out
+
+
+def optimum_sentence(plan: Mapping[str, Any]) -> str:
+    """Where this plan stands against the exact optimum, in one plain sentence."""
+    s = plan["summary"]
+    se = plan.get("search") or {}
+    exact = s.get("exact")
+    if not exact:
+        return "The exact optimum was not computed."
+    gap = num(exact.get("gap"))
+    proven = f" (proven within {pct(gap, 2)})" if math.isfinite(gap) and gap > 0 else ""
+    if se.get("name") == "exact" and not (se.get("settings") or {}).get("milp_layout"):
+        return f"This plan is the exact optimum of the model{proven}."
+    if plan["request"].get("target_rps") is not None and s.get("cost_gap") is not None:
+        return (f"This plan costs {pct(s['cost_gap'], 2)} more than the cheapest plan "
+                f"that meets the target ({money(exact.get('cost_per_hour'))}{proven}).")
+    bo = num(s.get("bo_gap"))
+    if math.isfinite(bo):
+        where = "below" if bo >= 0 else "above"
+        return (f"This plan's perf-model capacity is {pct(abs(bo), 2)} {where} the exact "
+                f"optimum ({fmt(exact.get('requests_per_s'))} requests/s{proven}).")
+    return f"The exact optimum is {fmt(exact.get('requests_per_s'))} requests/s{proven}."
+
+
+def island_groups(plan: Mapping[str, Any]) -> Table:
+    """Identical islands (same GPU, size, role, parallelism and batch) as one row:
+    ``30 × 2 H100-SXM, prefill, tp2-dp1-ep1``, with their total rate and cost and the
+    input lengths the group serves together."""
+    p = prices(plan)
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for isl in plan["islands"]:
+        key = (str(isl["gpu"]), int(isl["size"]), str(isl["role"]), str(isl.get("config")),
+               str(isl.get("batch")))
+        groups.setdefault(key, []).append(isl)
+    rows = []
+    for (gpu, size, role, config, batch), members in groups.items():
+        idle = role == "idle"
+        rate = sum(num(i.get("requests_per_s")) for i in members)
+        lat = [num(i.get("ttft_ms" if role != "decode" else "tpot_ms")) for i in members]
+        lat = [x for x in lat if math.isfinite(x)]
+        latency = DASH if not lat else \
+            f"{'TTFT' if role != 'decode' else 'TPOT'} {fmt(max(lat))} ms"
+        spans = [sp for sp in (served_span(i, plan) for i in members) if sp is not None]
+        served = DASH if not spans else \
+            f"{length(min(sp[0] for sp in spans))}–{length(max(sp[1] for sp in spans))}"
+        rows.append([f"{len(members)} × {size} {gpu}", role,
+                     DASH if idle else config, DASH if idle else batch,
+                     fmt(rate), latency, money(p.get(gpu, math.nan) * size * len(members)),
+                     served])
+    return (["islands", "role", "parallelism", "batch", "requests/s", "latency (slowest)",
+             "cost", "input lengths served"], rows)
+
+
+def caveats(plan: Mapping[str, Any]) -> list[str]:
+    """What the figures assume and what they leave out, from this plan's inputs."""
+    req = plan["request"]
+    s = plan["summary"]
+    loop = s.get("closed_loop") or {}
+    inv = req["inventory"]
+    out = [f"The capacity is for the workload '{req.get('workload')}': its mix of prompt "
+           "and answer lengths and its prefix-cache hit rate. Longer prompts or answers "
+           "lower it; plan again with the new workload.",
+           f"Prices and availability are the inventory's ('{inv.get('name')}'; see Prices "
+           "below); the plan spends at most the budget and never more GPUs than listed.",
+           "The performance model prices the engine named under Inputs from NVIDIA's "
+           "measured kernels; another engine or release runs at a different speed.",
+           "The simulation models queueing, batching and KV-cache transfers over the "
+           "network tiers; it does not model GPU failures, restarts, stragglers or load "
+           "spikes beyond the workload's arrival process."]
+    if not loop:
+        out.insert(0, "The capacity was NOT checked in simulation (--no-sim-check): it is "
+                      "the performance model's figure.")
+    elif loop.get("bound") == "slo":
+        out.insert(0, "The perf model's capacity missed the SLO in simulation; the "
+                      "headline was lowered until it held.")
+    if not (req.get("slo") or {}).get("ttft_ms") and not (req.get("slo") or {}).get("tpot_ms"):
+        out.append("No latency ceiling was set: the plan maximises throughput only, so "
+                   "latencies can be long.")
+    if req.get("thesis"):
+        out.append("Thesis mode: the figures follow seed 002's formulation (range "
+                   "midpoints, no KV-transfer limit), for reproducing its tables.")
+    return out
+
+
+__all__ = ["GLOSSARY", "answer", "caveats", "confidence", "island_groups", "optimum_sentence"]
