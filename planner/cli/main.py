@@ -15,29 +15,74 @@ from planner.cli import whatif as whatif_cmd
 from planner.cli import workload as workload_cmd
 from planner.errors import PlannerError
 
+#: Help is click's plain layout (``rich_markup_mode=None``): it wraps at the terminal's
+#: width and never cuts a word, where the rich panels cut long ones ("inventories/gpus.…")
+#: in an 80-column terminal or a pipe.
+HELP_LAYOUT: dict = {"rich_markup_mode": None}
+
 app = typer.Typer(
     name="planner",
     help="Capacity planner for LLM serving on heterogeneous GPU fleets.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    **HELP_LAYOUT,
 )
-app.command("plan")(plan_cmd.plan)
-app.command("perf")(perf_cmd.perf)
-app.command("report")(report_cmd.report)
-app.command("simulate")(simulate_cmd.simulate)
-app.command("whatif")(whatif_cmd.whatif)
-app.add_typer(workload_cmd.app, name="workload")
+# one-line summaries for `planner --help` (click would cut the docstrings' first lines)
+app.command("plan", short_help="Plan GPUs, islands, roles and ranges for a budget "
+            "(also `plan`).")(plan_cmd.plan)
+app.command("perf", short_help="The perf model's answer for one island and request "
+            "shape.")(perf_cmd.perf)
+app.command("report", short_help="Re-render a run folder's report from its "
+            "plan.json.")(report_cmd.report)
+app.command("simulate", short_help="Simulate a plan: latency, SLO attainment, completed "
+            "rate.")(simulate_cmd.simulate)
+app.command("whatif", short_help="Procurement what-ifs: budgets, prices, types, "
+            "workloads.")(whatif_cmd.whatif)
+app.add_typer(workload_cmd.app, name="workload", short_help="List, show and fit "
+              "workloads (length distributions).")
+
+#: The short ``plan`` console script: the one command, so its usage reads ``plan
+#: [OPTIONS]`` (through ``app`` it read ``plan plan``).
+plan_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, **HELP_LAYOUT)
+plan_app.command()(plan_cmd.plan)
+
+#: Commands that solve MILPs: HiGHS's banner is silenced before they start.
+SOLVING = ("plan", "whatif")
 
 
-def run(argv: list[str] | None = None) -> int:
+def silence_solver_banners() -> None:
+    """Make HiGHS print its copyright banner nowhere.
+
+    highspy writes "Running HiGHS ... Copyright ..." to file descriptor 1 the first time
+    a ``Highs`` object is built in a process, whoever builds it -- our own solves
+    (``planner.inner.highs.new_highs``) or PuLP's ``pulp.HiGHS`` (the seed solvers and
+    the ``pulp-highs`` back-end).  ``new_highs`` builds that first object with fd 1 on
+    /dev/null, so priming it once here, before the command runs, covers every later
+    solver in the process.  Only the banner goes: solver messages stay off through
+    ``output_flag``/``msg=False`` as before, and errors still raise."""
+    from planner.inner.highs import new_highs
+
+    new_highs()
+
+
+def run(argv: list[str] | None = None, *, command: typer.Typer | None = None,
+        prog: str = "planner") -> int:
     """Run the CLI and return its exit status.
 
-    A :class:`PlannerError` becomes one line on stderr and its exit status; a usage error
-    from the argument parser is shown as the parser formats it (exit 2); Ctrl-C is 130.
+    A :class:`PlannerError` becomes one line on stderr and its exit status; a usage
+    error from the argument parser (an unknown flag, a value of the wrong type) too,
+    naming the flag, with exit 2; Ctrl-C is 130.  ``command`` is the Typer app to run
+    (``app``; ``plan_app`` for the ``plan`` script) and ``prog`` the name its usage
+    lines show.
     """
+    command = command or app
+    args = list(sys.argv[1:] if argv is None else argv)
+    solving = command is plan_app or bool(args and args[0] in SOLVING)
+    if solving and not {"--help", "-h"} & set(args):
+        silence_solver_banners()
     try:
-        result = app(args=argv, standalone_mode=False)
+        result = command(args=args, prog_name=prog, standalone_mode=False)
     except PlannerError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
@@ -47,12 +92,21 @@ def run(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except TyperException as err:  # bad flags, missing arguments, wrong types
-        if hasattr(err, "show"):
-            err.show()
+        if type(err).__name__ == "NoArgsIsHelpError":  # `planner`, `planner workload`
+            print(err.format_message(), file=sys.stderr)  # the help, as click shows it
         else:
-            print(f"error: {err.format_message()}", file=sys.stderr)
+            print(f"error: {_usage_message(err)}", file=sys.stderr)
         return err.exit_code
     return result if isinstance(result, int) else 0
+
+
+def _usage_message(err: TyperException) -> str:
+    """click's message on one line, with the command whose --help explains it."""
+    message = " ".join(err.format_message().split())
+    ctx = getattr(err, "ctx", None)
+    if ctx is not None:
+        message += f" (see {ctx.command_path} --help)"
+    return message
 
 
 def main() -> None:
@@ -61,4 +115,4 @@ def main() -> None:
 
 def plan_main() -> None:
     """The short `plan` command: `plan --inventory gpus.yaml --budget 512`."""
-    sys.exit(run(["plan", *sys.argv[1:]]))
+    sys.exit(run(sys.argv[1:], command=plan_app, prog="plan"))

@@ -33,6 +33,7 @@ from perfmodel.kernels.library import kernels_for
 from perfmodel.parallel import ParallelConfig, enumerate_configs, validate_config
 from perfmodel.prefill import prefill_components
 from planner.atomic import write_text_atomic
+from planner.cli.console import results_console
 from planner.defaults import DEFAULT_MODEL
 from planner.errors import PlannerError
 
@@ -114,17 +115,24 @@ def perf(
     output_len: int = typer.Option(200, "--output", help="Mean output (decode) tokens."),
     decode_max: int = typer.Option(0, help="Max output tokens to reserve KV for (0: 2x --output)."),
     hit_rate: float = typer.Option(0.0, help="Prefix/KV-cache hit rate of the input, 0..1."),
-    ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling (ms)."),
-    tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling (ms)."),
-    weight_dtype: str = typer.Option(None, help="Override weight dtype (fp4/fp8/bf16)."),
-    kv_dtype: str = typer.Option(None, help="Override KV-cache dtype (fp8/bf16)."),
+    ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling (ms).",
+                                  show_default="none"),
+    tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling (ms).",
+                                  show_default="none"),
+    weight_dtype: str = typer.Option(None, help="Override weight dtype (fp4/fp8/bf16).",
+                                     show_default="the model's"),
+    kv_dtype: str = typer.Option(None, help="Override KV-cache dtype (fp8/bf16).",
+                                 show_default="the model's"),
     engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
                                f"and behaviour are used. {ENGINES.help()}."),
     mode: str = typer.Option("disagg", help="disagg (prefill and decode islands) or agg "
                              "(one island, both phases, in-flight batching)."),
-    tp: int = typer.Option(None, help="Pin tensor parallelism (with --dp, --ep)."),
-    dp: int = typer.Option(None, help="Pin attention data parallelism (tp x dp = --gpus)."),
-    ep: int = typer.Option(None, help="Pin expert parallelism (divides --gpus; 1 for dense)."),
+    tp: int = typer.Option(None, help="Pin tensor parallelism (with --dp, --ep).",
+                           show_default="the best"),
+    dp: int = typer.Option(None, help="Pin attention data parallelism (tp x dp = --gpus).",
+                           show_default="the best"),
+    ep: int = typer.Option(None, help="Pin expert parallelism (divides --gpus; 1 for dense).",
+                           show_default="the best"),
     mtp_acceptance: float = typer.Option(0.0, help="Multi-token prediction: acceptance rate "
                                          "of each draft token, 0..1 (0: off)."),
     mtp_draft: int = typer.Option(1, help="Multi-token prediction: draft tokens per step."),
@@ -132,7 +140,8 @@ def perf(
                                        "fp8)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (with the per-operation "
                                  "breakdown of one step) instead of a table."),
-    csv_path: Path = typer.Option(None, "--csv", help="Write a sweep over input lengths here."),
+    csv_path: Path = typer.Option(None, "--csv", help="Write a sweep over input lengths here.",
+                                  show_default="no sweep"),
     max_input: int = typer.Option(8192, help="Longest input of the --csv sweep."),
 ) -> None:
     """Best prefill and decode configurations of one island, with their throughput and
@@ -195,7 +204,7 @@ def perf(
         if not any(row["config"] for row in rows):
             raise typer.Exit(1)
         return
-    console = Console(width=None if Console().is_terminal else 120)
+    console = results_console()
     out = Table(title=f"{spec.name} on {gpus} x {gpu_spec.name} ({prof.label}): input "
                       f"{input_len}, output {output_len} tokens")
     for col in ("phase", "config", "req/s", "tok/s island", "tok/s/GPU", "batch", "latency"):
@@ -252,7 +261,7 @@ def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms,
                                                        "seconds": pt.breakdown}},
                           "kernel_sources": list(notes)}, indent=2))
         return
-    console = Console(width=None if Console().is_terminal else 120)
+    console = results_console()
     out = Table(title=f"{spec.name} on {gpus} x {gpu.name} ({calib.profile.label}), aggregated: "
                       f"input {s}, output {d} tokens")
     for col in ("config", "req/s", "out tok/s island", "out tok/s/GPU", "batch", "TTFT",

@@ -9,6 +9,7 @@ the search's checkpoint and prints the command that resumes it.
 
 from __future__ import annotations
 
+import inspect
 import shlex
 import sys
 from datetime import datetime
@@ -19,6 +20,7 @@ from rich.console import Console
 
 from perfmodel import SLO
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
+from planner.cli.console import results_console
 from planner.cli.progress import step_bars
 from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.errors import PlannerError
@@ -30,6 +32,18 @@ SEARCHES = ("auto", *OUTER_SEARCHES)
 #: ``auto`` is the planner's choice among the registered searches (planner.plan).
 AUTO_HELP = {"auto": "the exact MILP for the analytic objective, BO where a MILP cannot "
                      "go; the report says which and why (default)"}
+
+
+def search_defaults(param: str) -> str:
+    """``--iterations``/``--batch-size``'s default as the help shows it, from the
+    registry: ``the search's: divider 16, direct 8``."""
+    parts = []
+    for name in OUTER_SEARCHES:
+        if iterative(name):
+            p = inspect.signature(OUTER_SEARCHES[name]).parameters.get(param)
+            if p is not None and p.default is not inspect.Parameter.empty:
+                parts.append(f"{name} {p.default}")
+    return f"the search's: {', '.join(parts)}"
 
 
 def _default_out(inventory: Path, workload: str) -> Path:
@@ -51,8 +65,11 @@ def _close_loop(plan, seed: int, console: Console, quiet: bool):
 
 def plan(
     inventory: Path = typer.Option(DEFAULT_INVENTORY, help="Inventory YAML (GPU types, "
-                                   "counts available, $/hour; see docs/inventory.md)."),
-    budget: float = typer.Option(None, help="$/hour ceiling (default: the whole inventory)."),
+                                   "counts available, $/hour; see docs/inventory.md).",
+                                   show_default="inventories/gpus.yaml, shipped with the "
+                                   "planner"),
+    budget: float = typer.Option(None, help="$/hour ceiling.",
+                                 show_default="the whole inventory's cost"),
     target_rps: float = typer.Option(None, help="Instead of a budget: serve this many "
                                      "requests/s at the lowest $/hour."),
     model: str = typer.Option(DEFAULT_MODEL, help="Built-in model or config.json path."),
@@ -60,11 +77,14 @@ def plan(
     search: str = typer.Option("auto", help=f"Outer search. {OUTER_SEARCHES.help(AUTO_HELP)}."),
     inner: str = typer.Option(DEFAULT_INNER, help=f"Inner solver. {INNER_SOLVERS.help()}."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
-    out: Path = typer.Option(None, help="Run folder (default: reports/<time>-<inventory>-"
-                             "<workload>)."),
+    out: Path = typer.Option(None, help="Run folder.",
+                             show_default="reports/<time>-<inventory>-<workload>"),
     ranges: int = typer.Option(32, help="Number of input-length ranges (§4.6.3)."),
-    iterations: int = typer.Option(None, help="BO iterations (default: the search's)."),
-    batch_size: int = typer.Option(None, help="BO candidates per iteration (q)."),
+    iterations: int = typer.Option(None, help="BO iterations (BO searches only).",
+                                   show_default=search_defaults("iterations")),
+    batch_size: int = typer.Option(None, help="BO candidates per iteration, q (BO "
+                                   "searches only).",
+                                   show_default=search_defaults("batch_size")),
     ttft_ms: float = typer.Option(DEFAULT_SLO.ttft_ms, "--ttft",
                                   help="TTFT ceiling, ms (interactive-chat default; "
                                   "docs/slo.md)."),
@@ -144,6 +164,6 @@ def plan(
     if checkpoint.exists():
         checkpoint.unlink()
     if not quiet:
-        Console().print(summary_text(plan_dict))
+        results_console().print(summary_text(plan_dict))
     html = next((p for p in written if p.name == "report.html"), out / "report.html")
     print(f"run folder: {out}  (open {html})")

@@ -1,4 +1,5 @@
-"""Progress bars for long CLI steps: one bar per named step, created on first report."""
+"""Progress displays of the CLI: step bars for long commands and the simulation
+display (results go out through planner.cli.console)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,31 @@ def step_bars(console: Console, quiet: bool, label_width: int = 24
         progress.update(tasks[name], completed=done, total=total)
 
     return progress, step
+
+
+def sim_bars(console: Console, quiet: bool
+             ) -> tuple[Progress, Callable[[str], Callable[[int, int, float], None]]]:
+    """The display of ``planner simulate`` on ``console`` (stderr): one bar per run with
+    the requests completed of those simulated and the simulated time reached.  Off with
+    ``quiet`` and when ``console`` is not a terminal (a log file gets no bars).
+
+    Returns the Progress and ``bar(label)``, which adds a bar and returns the
+    ``progress(completed, total, simulated_s)`` callback of ``planner.sim.run.run_plan``.
+    """
+    progress = Progress(TextColumn("{task.description:<14}"), BarColumn(),
+                        TextColumn("{task.fields[count]}"), TextColumn("{task.fields[sim]}"),
+                        TimeElapsedColumn(),
+                        console=console, transient=True,
+                        disable=quiet or not console.is_terminal)
+
+    def bar(label: str) -> Callable[[int, int, float], None]:
+        task = progress.add_task(label, total=None, count="", sim="")
+
+        def update(done: int, total: int, now: float) -> None:
+            progress.update(task, completed=done, total=total,
+                            count=f"{done:,} of {total:,} requests done",
+                            sim=f"{now:,.1f} s simulated")
+
+        return update
+
+    return progress, bar

@@ -7,7 +7,12 @@ request-level simulator and add the latency it gives to the run's report.
 Each router writes ``RUN_DIR/simulation/<router>-<rate>-s<seed>/`` (metrics.json,
 requests.csv, latency CDFs, utilisation over time, KV transfer time per tier);
 ``RUN_DIR/simulation.json`` indexes every run, and report.md / report.html gain a
-"Simulated latency" section.
+"Simulated latency" section.  The figures are read in a window of simulated time
+after a 30 s warm-up (``--warmup``), so the completed rate and its confidence interval
+do not depend on ``-n`` (planner.sim.run, planner.sim.metrics); warnings (a trace
+shorter than ``-n``, a run too short for the window) are one line each on stderr and
+are kept in the record.  A progress display (requests done, simulated time) runs on
+stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -18,71 +23,97 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from perfmodel.engines import ENGINES
+from planner.cli.console import results_console
+from planner.cli.progress import sim_bars
 from planner.errors import PlannerError
 from planner.sim.routers.registry import ROUTERS
+from planner.workload.loaders import TRACE_FORMATS
 
 
 def simulate(
-    run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan`."),
+    run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan`.",
+                                   metavar="RUN_DIR"),
     router: str = typer.Option("range", "--router", help="Router, or several separated by "
                                f"commas. {ROUTERS.help()}."),
     rate: str = typer.Option("0.8x", "--rate", help="Requests/s (e.g. 300) or a multiple "
                              "of the plan's capacity (e.g. 0.8x, 2x)."),
-    workload: str | None = typer.Option(None, "--workload", help="Workload to sample "
-                                        "(default: the plan's)."),
+    workload: str | None = typer.Option(None, "--workload", help="Workload to sample.",
+                                        show_default="the plan's"),
     trace: Path | None = typer.Option(None, "--trace", help="Replay this trace file "
                                       "instead (timestamps scaled to --rate)."),
-    trace_format: str = typer.Option("azure", "--trace-format", help="azure, azure2024, "
-                                     "burstgpt, mooncake, csv, jsonl."),
-    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests to simulate."),
+    trace_format: str = typer.Option("azure", "--trace-format", help="Format of --trace: "
+                                     f"{', '.join(TRACE_FORMATS)}."),
+    requests: int | None = typer.Option(None, "--requests", "-n", help="Requests to "
+                                        "simulate (a longer run narrows the completed "
+                                        "rate's confidence interval).",
+                                        show_default="enough for the warm-up and a 60 s "
+                                        "window at --rate"),
     arrivals: str = typer.Option("auto", "--arrivals", help="auto (trace timestamps, else "
                                  "gamma with the workload's CV), poisson or gamma."),
     seed: int = typer.Option(0, "--seed", help="Seed of the arrivals, lengths and router."),
-    warmup: float = typer.Option(0.1, "--warmup", help="Fraction of the arrival span "
-                                 "excluded from the metrics."),
-    ttft_slo: float | None = typer.Option(None, "--ttft-slo", help="TTFT SLO in seconds "
-                                          "(default: the plan's, else 2)."),
-    tpot_slo: float | None = typer.Option(None, "--tpot-slo", help="TPOT SLO in seconds "
-                                          "(default: the plan's, else 0.2)."),
+    warmup: str = typer.Option("30s", "--warmup", help="Simulated seconds after the first "
+                               "arrival before the figures are measured (e.g. 30s), or a "
+                               "fraction of the arrival span (e.g. 0.1: the window then "
+                               "moves with -n)."),
+    ttft_slo: float | None = typer.Option(None, "--ttft-slo", help="TTFT SLO in seconds.",
+                                          show_default="the plan's, else 2"),
+    tpot_slo: float | None = typer.Option(None, "--tpot-slo", help="TPOT SLO in seconds.",
+                                          show_default="the plan's, else 0.2"),
     no_fair_sharing: bool = typer.Option(False, "--no-fair-sharing", help="Give every KV "
                                          "transfer its tier's full bandwidth (faster, "
                                          "optimistic)."),
-    engine: str | None = typer.Option(None, "--engine", help="Perf-model engine: trtllm, "
-                                      "sglang, vllm or roofline (default: the plan's)."),
+    engine: str | None = typer.Option(None, "--engine", help="Perf-model engine. "
+                                      f"{ENGINES.help()}.", show_default="the plan's"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display, timing "
+                               "lines or table (warnings and the files written still "
+                               "print)."),
 ) -> None:
     """Simulate the plan in RUN_DIR and write latency metrics and plots beside it."""
     from planner.inner.registry import needs_context
     from planner.report import load_plan, render_report
     from planner.sim.results import write_simulation
-    from planner.sim.run import SimSettings, pipeline_settings, run_plan
+    from planner.sim.run import SimSettings, parse_warmup, pipeline_settings, run_plan
 
+    warmup_s, fraction = parse_warmup(warmup)
     plan = load_plan(run_dir / "plan.json")
     names = [r.strip() for r in router.split(",") if r.strip()]
     if not names:
         raise PlannerError("--router: no router named")
     console = Console(stderr=True)
+    progress, bar = sim_bars(console, quiet)
     runs = []
-    for name in names:
-        settings = SimSettings(router=name, rate=rate, requests=requests, arrivals=arrivals,
-                               seed=seed, warmup_fraction=warmup, workload=workload,
-                               trace=str(trace) if trace else None, trace_format=trace_format,
-                               ttft_slo_s=ttft_slo, tpot_slo_s=tpot_slo,
-                               fair_sharing=not no_fair_sharing, engine=engine)
-        inner = (plan.get("request") or {}).get("inner")
-        if needs_context(inner):  # "range" means JFFC on a pipeline plan
-            settings = pipeline_settings(settings, inner)
-        name = settings.router
-        with console.status(f"simulating {requests:,} requests with router {name} ..."):
-            run = run_plan(plan, settings)
-        runs.append(run)
-        console.print(f"{name}: {run.result.wall_s:.1f} s wall, "
-                      f"{requests / max(run.result.wall_s, 1e-9):,.0f} simulated requests/s",
-                      highlight=False)
+    with progress:
+        for name in names:
+            settings = SimSettings(router=name, rate=rate, requests=requests,
+                                   arrivals=arrivals, seed=seed, warmup_s=warmup_s,
+                                   warmup_fraction=0.1 if fraction is None else fraction,
+                                   workload=workload, trace=str(trace) if trace else None,
+                                   trace_format=trace_format, ttft_slo_s=ttft_slo,
+                                   tpot_slo_s=tpot_slo, fair_sharing=not no_fair_sharing,
+                                   engine=engine)
+            inner = (plan.get("request") or {}).get("inner")
+            if needs_context(inner):  # "range" means JFFC on a pipeline plan
+                settings = pipeline_settings(settings, inner)
+            name = settings.router
+            run = run_plan(plan, settings, progress=bar(name))
+            runs.append(run)
+            for warning in run.warnings:
+                console.print(f"warning: {name}: {warning}", soft_wrap=True, markup=False,
+                              highlight=False)
+            if not quiet:
+                wall = max(run.result.wall_s, 1e-9)
+                console.print(f"{name}: {run.requests_simulated:,} requests in "
+                              f"{run.result.wall_s:.1f} s wall "
+                              f"({run.requests_simulated / wall:,.0f} simulated requests/s)",
+                              highlight=False)
     written = write_simulation(run_dir, runs)
     written += render_report(run_dir)
-    Console().print(_table(runs))
-    Console().print(f"wrote {len(written)} files in {run_dir}; open "
-                    f"{run_dir / 'report.html'}", highlight=False)
+    out = results_console()
+    if not quiet:
+        out.print(_table(runs))
+    out.print(f"wrote {len(written)} files in {run_dir}; open {run_dir / 'report.html'}",
+              highlight=False, soft_wrap=True)
 
 
 def _table(runs) -> Table:
@@ -90,7 +121,10 @@ def _table(runs) -> Table:
 
     header, rows = summary_rows([r.summary() for r in runs])
     keep = [header.index(h) for h in TERMINAL_COLUMNS]  # the report has them all
-    t = Table(title="Simulated latency (all columns in report.html)")
+    t = Table(title="Simulated latency", title_justify="left", title_style="bold",
+              caption="completed req/s: rate ± 95 % confidence interval in the steady-state "
+                      "window (docs/simulation.md); all columns in report.html",
+              caption_justify="left")
     for k in keep:
         t.add_column(header[k], justify="left" if k < 2 else "right")
     for row in rows:

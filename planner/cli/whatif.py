@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES
+from planner.cli.console import results_console
 
 _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",
             "factor", "gain, requests/s", "per extra $/h"}
@@ -123,7 +124,7 @@ def whatif(
         result = run_whatif(spec, progress=step)
     written = write_whatif(result, out)
     if not quiet:
-        term = Console()
+        term = results_console()
         for title, header, body in tables(result):
             t = Table(title=title, title_justify="left", title_style="bold",
                       header_style="bold")

@@ -15,7 +15,7 @@ from planner.workload.loaders import COLUMN_ROLES, TRACE_FORMATS
 from planner.workload.yaml_io import write_workload
 
 app = typer.Typer(help="Inspect, list and fit workloads (input/output length distributions).",
-                  no_args_is_help=True)
+                  no_args_is_help=True, rich_markup_mode=None)  # plain help (cli.main)
 
 
 def _fmt(x: float | int | None, digits: int = 4) -> str:
@@ -47,14 +47,17 @@ def _safe_filename(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name) or "workload"
 
 
-@app.command("show")
+@app.command("show", short_help="Print a workload's statistics and plot its histograms.")
 def show(
-    name: Annotated[str, typer.Argument(help="built-in workload name or path of a YAML file")],
-    out: Annotated[Path | None, typer.Option("--out", help="PNG path of the histograms "
-                                             "[default: reports/workload-<name>.png]")] = None,
+    name: Annotated[str, typer.Argument(help="built-in workload name or path of a YAML file",
+                                        metavar="NAME")],
+    out: Annotated[Path | None, typer.Option("--out", help="PNG path of the histograms",
+                                             show_default="reports/workload-<name>.png")
+                   ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     max_len: Annotated[int | None, typer.Option("--max-len", help="re-cut the input pmf "
-                                                "at this length")] = None,
+                                                "at this length",
+                                                show_default="the workload's")] = None,
     no_plot: Annotated[bool, typer.Option("--no-plot", help="do not write the PNG")] = False,
 ) -> None:
     """Print summary statistics of a workload and write a PNG of its histograms."""
@@ -119,20 +122,24 @@ def parse_columns(text: str | None) -> dict[str, str] | None:
 
 @app.command("fit")
 def fit(
-    trace: Annotated[Path, typer.Argument(help="trace file (CSV or JSONL)")],
+    trace: Annotated[Path, typer.Argument(help="trace file (CSV or JSONL)",
+                                          metavar="TRACE")],
     fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(TRACE_FORMATS)}")],
     out: Annotated[Path, typer.Option("--out", help="workload YAML file to write")],
     columns: Annotated[str | None, typer.Option(
-        "--columns", help="column mapping, e.g. input=prompt,output=completion,time=ts")] = None,
+        "--columns", help="column mapping, e.g. input=prompt,output=completion,time=ts",
+        show_default="the format's columns")] = None,
     max_len: Annotated[int | None, typer.Option(
-        "--max-len", help="drop (and count) requests with longer inputs; "
-                          "default: cover the whole trace")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="workload name "
-                                             "[default: the output file's stem]")] = None,
+        "--max-len", help="drop (and count) requests with longer inputs",
+        show_default="cover the whole trace")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="workload name",
+                                             show_default="the output file's stem")] = None,
     time_unit: Annotated[str | None, typer.Option(
-        "--time-unit", help="unit of numeric timestamps: s, ms, us, ns")] = None,
+        "--time-unit", help="unit of numeric timestamps: s, ms, us, ns",
+        show_default="the format's")] = None,
     bin_width: Annotated[int | None, typer.Option(
-        "--bin-width", help="store lengths in bins of this width (1 = exact)")] = None,
+        "--bin-width", help="store lengths in bins of this width (1 = exact)",
+        show_default="exact while small, else the narrowest that fits")] = None,
     block_size: Annotated[int, typer.Option(
         "--block-size", help="tokens per hash block (Mooncake hash_ids)")] = 512,
 ) -> None:

@@ -185,6 +185,8 @@ def _solve_pulp(
     if backend == "cbc":
         solver = _cbc(time_limit, mip_rel_gap)
     else:
+        new_highs()  # pulp builds its Highs before it can turn the output off: the banner
+        # would print if this were the process's first (planner.inner.highs)
         solver = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=mip_rel_gap, threads=1)
     try:
         prob.solve(solver)

@@ -1,6 +1,6 @@
-"""The terminal summary of a plan: rich tables the CLI prints after solving or
-re-rendering (GPUs per type and $/h, islands, throughput, $/M tokens, the best
-homogeneous plan and the ratio, the search's gap to the exact optimum)."""
+"""The terminal summary of a plan: what the CLI prints after solving or re-rendering --
+the answer in the report's words (planner.report.answer), then the GPUs, the islands
+grouped, the latency and the alternatives.  The full detail is in report.html."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from planner.report import sections
-from planner.report.facts import headline
+from planner.report import answer, sections
 from planner.report.markdown import title
 
 _NUMERIC = {"used", "available", "price per GPU", "cost", "GPUs", "batch", "#", "value",
@@ -43,17 +42,17 @@ def _rich(table: sections.Table, caption: str, compact: bool = False) -> Table:
 
 def summary_text(plan: Mapping[str, Any]) -> Group:
     """A rich renderable: ``rich.console.Console().print(summary_text(plan))``."""
-    answer = Text()
-    for label, text in headline(plan):
-        answer.append(f"{label}: ", style="bold")
-        answer.append(text + "\n")
-    return Group(Text(title(plan), style="bold underline"), answer,
+    lines = Text()
+    for label, text in [*answer.answer(plan), ("Search", answer.optimum_sentence(plan))]:
+        lines.append(f"{label}: ", style="bold")
+        lines.append(text + "\n")
+    return Group(Text(title(plan), style="bold underline"), lines,
                  _rich(sections.gpus_table(plan), "GPUs"),
-                 _rich(sections.islands_compact(plan), "Islands", compact=True),
-                 _rich(sections.throughput_table(plan), "Throughput and cost"),
+                 _rich(answer.island_groups(plan), "Islands (identical ones grouped)",
+                       compact=True),
                  *[_rich(t, name) for t, name in ((sections.latency_table(plan), "Latency"),)
                    if t],
-                 _rich(sections.baselines_table(plan), "Compared with"))
+                 _rich(sections.baselines_table(plan), "Alternatives"))
 
 
 def summary_plain(plan: Mapping[str, Any], width: int = 110) -> str:

@@ -75,6 +75,9 @@ heappush, heappop = heapq.heappush, heapq.heappop
 _perf = time.perf_counter
 _PREFILL_DONE, _NET, _EPOCH, _HOLD_RETRY, _DECODE_RETRY, _KICK = range(6)
 _INF = math.inf
+#: Events between two ``progress`` calls (a power of two: the test is a bit mask).
+PROGRESS_EVENTS = 1 << 14
+_PROGRESS_MASK = PROGRESS_EVENTS - 1
 
 
 class _Prefill:
@@ -582,8 +585,9 @@ class Simulation:
 
     # ----------------------------------------------------------------- loop
     def run(self, *, max_events: int | None = None,
-            progress: Callable[[int, int], None] | None = None) -> float:
-        """Process every event; returns the time of the last one."""
+            progress: Callable[[int, int, float], None] | None = None) -> float:
+        """Process every event; returns the time of the last one.  ``progress(completed,
+        total, now)`` is called every :data:`PROGRESS_EVENTS` events."""
         reqs, heap = self.reqs, self._heap
         self._route_a = self.router.route_arrival
         self._route_d = self.router.route_decode
@@ -639,8 +643,8 @@ class Simulation:
             events += 1
             if events == limit:
                 break
-            if progress is not None and not events & 0xFFFF:
-                progress(self.completed, n_req)
+            if progress is not None and not events & _PROGRESS_MASK:
+                progress(self.completed, n_req, self.now)
         self.events = events
         return t_last
 
@@ -696,14 +700,16 @@ def _sum_min(t: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 def simulate(cluster: SimCluster, requests: Sequence[SimRequest], router: Router, *,
              seed: int = 0, warmup_s: float = 0.0, util_bin_s: float = 1.0,
              prefix_cache_blocks: int | None = None, fair_sharing: bool = True,
-             max_events: int | None = None, progress: Callable[[int, int], None] | None = None,
+             max_events: int | None = None,
+             progress: Callable[[int, int, float], None] | None = None,
              prefill_token_budget: int = 8192, oracle_refresh_s: float = 1.0) -> SimResult:
     """Run ``requests`` through ``cluster`` under ``router`` (module docstring).
 
     The request objects are filled in place (and returned in ``SimResult.requests`` in the
     order given).  ``seed`` seeds the router's generator (the engine itself draws
     nothing).  ``max_events`` stops early (requests in flight stay unfinished);
-    ``progress(completed, total)`` is called every 65,536 events.
+    ``progress(completed, total, simulated_time)`` is called every
+    :data:`PROGRESS_EVENTS` events.
     """
     if util_bin_s <= 0:
         raise PlannerError("util_bin_s must be > 0")
@@ -730,4 +736,4 @@ def simulate(cluster: SimCluster, requests: Sequence[SimRequest], router: Router
                      wall_s=wall, events=sim.events, offered_rps=rate)
 
 
-__all__ = ["Simulation", "simulate"]
+__all__ = ["PROGRESS_EVENTS", "Simulation", "simulate"]

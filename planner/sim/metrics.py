@@ -5,7 +5,10 @@ KV transfer times per tier, router decision time.  Pure computation on a
 Definitions (the serving literature's; DistServe / seed 003 §4.4 / seed 004 §6):
 
 * the *measured* requests are those arriving at or after ``warmup_s`` (seed 003 §4.1:
-  5 s warm-up, then measure); the window is ``[warmup_s, t_end]``;
+  5 s warm-up, then measure); the *window* is ``[warmup_s, last arrival)``, the span in
+  which the cluster is fed at the offered rate (``planner.sim.run`` sets ``warmup_s``:
+  by default 30 simulated seconds after the first arrival, so the window does not
+  depend on how many requests are simulated);
 * TTFT ``= t_first_token − arrival``; TPOT ``= (t_done − t_first_token) / (tokens_out − 1)``
   (the mean time between output tokens, i.e. TBT averaged per request; undefined for a
   one-token answer); E2E ``= t_done − arrival``.  Percentiles are over the measured
@@ -15,18 +18,34 @@ Definitions (the serving literature's; DistServe / seed 003 §4.4 / seed 004 §6
   requests count as misses -- leaving them out would reward a router that starves
   requests.  Attainment is over all measured requests.  With no SLO given attainment is
   the completed fraction;
-* *throughput* is the completion rate in the steady part of the run: completions of
-  measured requests between the 20th and the 80th percentile of their completion times,
-  per second of that span.  Dividing all completions by ``t_end − warmup_s`` instead
-  counts the drain after the last arrival (an E2E latency, tens of seconds with long
-  answers) as serving time, and a short run at 165 req/s offered then reads 68 req/s;
-  the central span is saturated when the plan is overloaded and follows the arrivals
-  when it is not.  Under 20 completions (too few for percentiles) it falls back to
-  completions per second of ``[warmup_s, t_end]``.  *Goodput* is throughput times the
-  fraction of completions that attained the SLO; output tokens per second is throughput
-  times the mean output length of the completions;
-* per-island utilisation is the busy fraction over the window, from the engine's
-  per-bin timeline (a bin straddling an edge counts pro rata);
+* *throughput* (the completed rate) is the number of completions -- of any request --
+  inside the window, per second of it: the rate at which the cluster finishes work
+  while arrivals still come at the offered rate.  When the plan keeps up it equals the
+  arrival rate, when it is overloaded its capacity.  Two other readings fail: counting
+  only the completions of requests that *arrived* in the window loses the ones still in
+  flight at its end (about rate x mean E2E requests, whatever the window's length, so
+  the figure grows with ``-n``); dividing completions by ``t_end − warmup_s`` counts the
+  drain after the last arrival as serving time.  The window's one bias is the cluster
+  filling up from empty: a request completes one E2E latency after it arrives, so
+  ``t`` seconds after the first arrival completions run at ``rate · P(E2E ≤ t)`` (the
+  M/G/∞ fill) -- hence a warm-up of the order of the E2E tail, in seconds, before the
+  window opens.  With no window (one arrival instant) it falls back to completions
+  of measured requests per second of ``[warmup_s, t_end]``;
+* its 95 % confidence interval comes from *batch means*: the window is cut into
+  :data:`BATCHES` equal sub-windows, each gives a completion rate, and the interval is
+  ``mean ± t(0.975, B−1) · sd / √B`` (``throughput_ci95_rps`` is the half-width;
+  ``throughput_batches_rps`` the sub-window rates).  Sub-windows a second or more long
+  are several times the gap between arrivals of a busy plan, so their rates are close to
+  independent (measured: the interval is on the safe side, docs/simulation.md); it
+  covers the noise of the arrivals and the service, not a warm-up that is too short
+  (``planner.sim.run.steady_warning`` checks that instead).  Under
+  :data:`MIN_COMPLETIONS_FOR_CI` completions in the window it is NaN;
+* *goodput* is throughput times the fraction of measured completions that attained the
+  SLO; output tokens per second is throughput times the mean output length of the
+  measured completions;
+* per-island utilisation is the busy fraction over the window (``[warmup_s, t_end]``
+  when the window is empty), from the engine's per-bin timeline (a bin straddling an
+  edge counts pro rata);
 * KV transfer time ``= t_kv_end − t_kv_start`` per locality tier, over measured requests
   whose transfer ended.
 """
@@ -72,7 +91,7 @@ class SimMetrics:
 
     router: str
     seed: int
-    window_s: float
+    window_s: float  # length of the window [window_start_s, window_end_s)
     measured: int
     completed: int
     unfinished: int
@@ -84,6 +103,8 @@ class SimMetrics:
     slo_attainment: float
     goodput_rps: float
     throughput_rps: float
+    throughput_ci95_rps: float  # half-width of the 95 % confidence interval (batch means)
+    throughput_batches_rps: tuple[float, ...]  # completion rate of each sub-window
     output_tokens_per_s: float
     offered_rps: float
     island_names: tuple[str, ...]
@@ -96,6 +117,8 @@ class SimMetrics:
     preemptions: int
     wall_s: float
     events: int
+    window_start_s: float = math.nan
+    window_end_s: float = math.nan
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,9 +154,8 @@ def _columns(result: SimResult) -> dict[str, np.ndarray]:
 request_columns = _columns  # public name: the per-request arrays of a result
 
 
-def _window_util(result: SimResult) -> np.ndarray:
+def _window_util(result: SimResult, lo: float, hi: float) -> np.ndarray:
     tl = np.asarray(result.util_timeline, dtype=float)
-    lo, hi = float(result.warmup_s), float(result.t_end)
     if tl.ndim == 2 and tl.shape[1] > 0 and result.util_bin_s > 0 and hi > lo:
         edges = np.arange(tl.shape[1] + 1) * float(result.util_bin_s)
         cover = np.clip(np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo), 0.0, None)
@@ -143,19 +165,36 @@ def _window_util(result: SimResult) -> np.ndarray:
     return busy / result.t_end if result.t_end > 0 else np.full(busy.shape, math.nan)
 
 
-#: Completions needed before throughput is measured on the central 20–80 % span.
-MIN_COMPLETIONS_FOR_SPAN = 20
+#: Sub-windows of the batch-means confidence interval of the completed rate.
+BATCHES = 10
+#: Completions in the window needed for a confidence interval.
+MIN_COMPLETIONS_FOR_CI = 2 * BATCHES
 
 
-def completion_rate(done_times: np.ndarray, window_s: float) -> float:
-    """Completions per second of the steady span (module docstring): between the 20th
-    and 80th percentile of ``done_times``; ``len / window_s`` for short runs."""
-    t = np.sort(np.asarray(done_times, dtype=float))
-    if t.size >= MIN_COMPLETIONS_FOR_SPAN:
-        a, b = int(0.2 * t.size), int(0.8 * t.size)
-        if t[b] > t[a]:
-            return (b - a) / float(t[b] - t[a])
-    return t.size / window_s if window_s > 0 else math.nan
+def measurement_window(result: SimResult) -> tuple[float, float]:
+    """``(start, end)`` of the window (module docstring): from ``warmup_s`` to the last
+    arrival; ``end <= start`` when there is none."""
+    arrivals = [r.arrival for r in result.requests]
+    return float(result.warmup_s), (max(arrivals) if arrivals else float(result.warmup_s))
+
+
+def window_rate(done_times: np.ndarray, lo: float, hi: float,
+                batches: int = BATCHES) -> tuple[float, float, tuple[float, ...]]:
+    """Completions per second in ``[lo, hi)`` with the half-width of its 95 % confidence
+    interval from ``batches`` batch means, and the batch rates (module docstring)."""
+    t = np.asarray(done_times, dtype=float)
+    t = t[np.isfinite(t) & (t >= lo) & (t < hi)]
+    if not hi > lo:
+        return math.nan, math.nan, ()
+    rate = t.size / (hi - lo)
+    edges = np.linspace(lo, hi, batches + 1)
+    rates = np.histogram(t, bins=edges)[0] / np.diff(edges)
+    half = math.nan
+    if t.size >= MIN_COMPLETIONS_FOR_CI and batches >= 2:
+        from scipy.stats import t as student
+
+        half = float(student.ppf(0.975, batches - 1) * rates.std(ddof=1) / math.sqrt(batches))
+    return float(rate), half, tuple(float(x) for x in rates)
 
 
 def summarise(result: SimResult, *, ttft_slo_s: float | None = None,
@@ -163,7 +202,7 @@ def summarise(result: SimResult, *, ttft_slo_s: float | None = None,
     """Figures of ``result`` (module docstring), vectorised over the requests."""
     c = _columns(result)
     m = c["arrival"] >= result.warmup_s
-    window = max(float(result.t_end) - float(result.warmup_s), 0.0)
+    lo, hi = measurement_window(result)
     done = m & np.isfinite(c["done"])
     ok = done.copy()
     if ttft_slo_s is not None:
@@ -171,7 +210,10 @@ def summarise(result: SimResult, *, ttft_slo_s: float | None = None,
     if tpot_slo_s is not None:
         ok &= ~(c["tpot"] > tpot_slo_s)  # NaN TPOT (one token) cannot violate
     n_meas, n_done, n_ok = int(m.sum()), int(done.sum()), int(ok.sum())
-    thr = completion_rate(c["done"][done], window)
+    thr, ci, batch_rates = window_rate(c["done"], lo, hi)
+    if not hi > lo:  # no window: measured completions over the rest of the run
+        hi = max(float(result.t_end), lo)
+        thr = n_done / (hi - lo) if hi > lo else math.nan
     per_done = (lambda n: thr * n / n_done) if n_done else (lambda n: 0.0 * thr)
     kv_mean, kv_count = [], []
     kv_ok = m & (c["kv_tier"] >= 0) & np.isfinite(c["kv_time"])
@@ -182,22 +224,23 @@ def summarise(result: SimResult, *, ttft_slo_s: float | None = None,
     dt = np.asarray(result.decision_times_s, dtype=float)
     islands = result.cluster.islands
     return SimMetrics(
-        router=result.router, seed=result.seed, window_s=window, measured=n_meas,
+        router=result.router, seed=result.seed, window_s=hi - lo, measured=n_meas,
         completed=n_done, unfinished=n_meas - n_done,
         ttft=LatencyStats.of(c["ttft"][m]), tpot=LatencyStats.of(c["tpot"][done]),
         e2e=LatencyStats.of(c["e2e"][done]), ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s,
         slo_attainment=n_ok / n_meas if n_meas else math.nan,
-        goodput_rps=per_done(n_ok), throughput_rps=thr,
+        goodput_rps=per_done(n_ok), throughput_rps=thr, throughput_ci95_rps=ci,
+        throughput_batches_rps=batch_rates,
         output_tokens_per_s=per_done(int(c["tokens_out"][done].sum())),
         offered_rps=float(result.offered_rps),
         island_names=tuple(isl.name for isl in islands),
-        island_util=tuple(float(u) for u in _window_util(result)),
+        island_util=tuple(float(u) for u in _window_util(result, lo, hi)),
         kv_mean_s=tuple(kv_mean), kv_count=tuple(kv_count),
         kv_transfer_mean_s=float(c["kv_time"][kv_ok].mean()) if kv_ok.any() else math.nan,
         decision_mean_s=float(dt.mean()) if dt.size else math.nan,
         decision_p99_s=float(np.percentile(dt, 99)) if dt.size else math.nan,
         preemptions=int(c["preemptions"][m].sum()), wall_s=float(result.wall_s),
-        events=int(result.events))
+        events=int(result.events), window_start_s=lo, window_end_s=hi)
 
 
 def latency_table(metrics: SimMetrics) -> list[list[Any]]:
@@ -231,5 +274,5 @@ def write_csv(result: SimResult, path: str | Path) -> None:
     write_text_atomic(Path(path), buf.getvalue())
 
 
-__all__ = ["CSV_FIELDS", "LatencyStats", "SimMetrics", "latency_table", "summarise",
-           "to_csv_rows", "write_csv"]
+__all__ = ["BATCHES", "CSV_FIELDS", "LatencyStats", "SimMetrics", "latency_table",
+           "measurement_window", "summarise", "to_csv_rows", "window_rate", "write_csv"]

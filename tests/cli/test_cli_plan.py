@@ -48,7 +48,7 @@ def test_plan_is_deterministic(run_cli, small_inventory, tmp_path):
 
 
 BAD = [
-    ("name: x\ngpus: [\n", "line", "YAML syntax error"),
+    ("name: x\ngpus: [\n", ":3", "invalid YAML"),
     ("gpus:\n  - {type: H9000, count: 4}\n", "gpus[0] (H9000): field 'type'", "known GPUs"),
     ("gpus:\n  - {type: H200, count: -4}\n", "field 'count'", "must be >= 0"),
     ("gpus:\n  - {type: H200, count: 8, price_per_hour: -1}\n", "field 'price_per_hour'",

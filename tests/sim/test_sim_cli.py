@@ -96,6 +96,9 @@ def test_rerun_replaces_same_tag(run_cli, run_dir):
     (["--requests", "0"], "--requests must be >= 1"),
     (["--arrivals", "bursty"], "--arrivals must be one of"),
     (["--workload", "no-such-workload"], "no-such-workload"),
+    (["--warmup", "30"], "--warmup '30'"),
+    (["--warmup", "-5s"], "--warmup '-5s'"),
+    (["--requests", "many"], "'--requests'"),
 ])
 def test_bad_input_one_line_nothing_written(run_cli, run_dir, args, message):
     rc, _, err = run_cli("simulate", str(run_dir), "-n", "200", *args)
@@ -128,3 +131,90 @@ def test_pipeline_plan_simulates_with_jffc_and_refuses_kv_routers(run_cli, tmp_p
     assert runs[0]["metrics"]["completed"] > 0
     rc, _, err = run_cli("simulate", str(out), "-n", "200", "--router", "netkv")
     assert rc == 2 and "pipeline plan" in err and err.count("\n") == 1
+
+
+def _plan(run_dir) -> dict:
+    return json.loads((run_dir / "plan.json").read_text())
+
+
+def test_completed_rate_does_not_depend_on_n(plan_dir):
+    """The window opens 30 simulated seconds after the first arrival whatever -n is, so
+    the completed rate of runs of different lengths agrees within their confidence
+    intervals (the old 20-80 % completion span read the fill-up of short runs); the
+    progress callback sees requests done and simulated time, ending with all of them."""
+    from planner.sim.run import SimSettings, run_plan
+
+    plan = _plan(plan_dir)
+    runs, calls = [], []
+    for n in (3_000, 6_000):
+        run = run_plan(plan, SimSettings(rate="0.8x", requests=n, warmup_s=30.0),
+                       progress=lambda *a: calls.append(a))
+        runs.append(run)
+        m = run.metrics
+        assert run.warnings == [] and run.window["steady_state"] is True
+        assert m.window_start_s == pytest.approx(30.0 + run.result.requests[0].arrival)
+        assert m.throughput_rps == pytest.approx(run.offered_rps, rel=0.06)
+        assert 0 < m.throughput_ci95_rps < 0.1 * m.throughput_rps
+        assert len(m.throughput_batches_rps) == 10
+    a, b = (r.metrics for r in runs)
+    assert abs(a.throughput_rps - b.throughput_rps) <= max(a.throughput_ci95_rps,
+                                                           b.throughput_ci95_rps)
+    assert b.throughput_ci95_rps < a.throughput_ci95_rps * 1.2  # longer: no wider
+    times = [t for _, _, t in calls]
+    assert calls[-1][1] == 6_000 and calls[-1][0] == 6_000  # every request done
+    assert all(x[1] in (3_000, 6_000) for x in calls) and times[-1] > 30.0
+
+
+def test_simulate_records_the_window_ci_and_a_short_run_warning(run_cli, run_dir):
+    # 600 requests at 0.8x of a ~44 req/s plan span ~17 s: less than the 30 s warm-up
+    rc, out, err = run_cli("simulate", str(run_dir), "-n", "600")
+    assert rc == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "too short for the 30 s warm-up" in warnings[0]
+    assert "requests done" not in err  # no progress display when stderr is not a TTY
+    rec = json.loads((run_dir / "simulation.json").read_text())["runs"][0]
+    assert rec["requests_simulated"] == 600 and rec["window"]["steady_state"] is False
+    assert rec["warnings"] == [warnings[0].split(": ", 2)[2]]
+    m = rec["metrics"]
+    assert {"throughput_ci95_rps", "throughput_batches_rps", "window_start_s",
+            "window_end_s"} <= set(m)
+    sub = json.loads((run_dir / "simulation" / rec["tag"] / "metrics.json").read_text())
+    assert sub["warnings"] == rec["warnings"] and sub["metrics"] == m
+    row = next(line for line in out.splitlines() if line.startswith("│ range"))
+    assert " ± " in row  # the completed rate with its interval, on the row's one line
+
+
+def test_trace_shorter_than_n_is_simulated_whole_with_a_warning(run_cli, run_dir):
+    rows = ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    rows += [f"2023-11-16 18:{k // 60:02d}:{k % 60:02d}.000000,{100 + k},{20 + k % 7}"
+             for k in range(300)]
+    trace = run_dir.parent / "short.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    rc, _, err = run_cli("simulate", str(run_dir), "--trace", str(trace), "-n", "1000",
+                         "--rate", "0.5x", "-q")
+    assert rc == 0, err
+    lines = err.splitlines()
+    short = [x for x in lines if "fewer than -n" in x]
+    assert short == ["warning: range: the trace short.csv has 300 requests, fewer than "
+                     "-n 1,000: all 300 are simulated"]
+    assert all(x.startswith("warning: ") for x in lines)  # -q: nothing else on stderr
+    rec = json.loads((run_dir / "simulation.json").read_text())["runs"][0]
+    assert rec["requests_simulated"] == 300 and short[0][len("warning: range: "):] in \
+        rec["warnings"]
+
+
+def test_quiet_simulate_prints_only_what_it_wrote(run_cli, run_dir):
+    rc, out, err = run_cli("simulate", str(run_dir), "-n", "2000", "-q")
+    assert rc == 0, err
+    assert "Simulated latency" not in out and out.startswith("wrote ")
+    assert "wall" not in err
+
+
+def test_piped_report_keeps_every_column_whole(run_cli, run_dir):
+    """stdout is not a terminal here: tables go out wide, not cut at 80 columns."""
+    rc, out, err = run_cli("report", str(run_dir))
+    assert rc == 0, err
+    for isl in _plan(run_dir)["islands"]:
+        if isl["role"] != "idle":
+            assert isl["config"] in out
+    assert "…" not in out

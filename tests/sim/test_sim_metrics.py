@@ -52,10 +52,11 @@ def test_percentiles_and_means():
     assert m.tpot.mean == pytest.approx(0.1) and m.tpot.p99 == pytest.approx(0.1)
     assert m.e2e.p50 == pytest.approx(np.percentile(ttft + 1.0, 50))
     assert m.completed == 100 and m.unfinished == 0
-    # completions every 0.06 s (arrivals every 0.05 s, latency growing 0.01 s a request):
-    # the central span measures that rate, not 100 requests over the 10 s of t_end
-    assert m.throughput_rps == pytest.approx(1 / 0.06)
-    assert m.output_tokens_per_s == pytest.approx(11 / 0.06)
+    # the window is [0, last arrival 4.95 s); completions at 1.01 + 0.06 k fall in it for
+    # k = 0..65: 66 of them, not 100 requests over the 10 s of t_end
+    assert (m.window_start_s, m.window_end_s) == (0.0, pytest.approx(4.95))
+    assert m.throughput_rps == pytest.approx(66 / 4.95)
+    assert m.output_tokens_per_s == pytest.approx(11 * 66 / 4.95)
     rows = latency_table(m)
     assert rows[0][0] == "metric" and rows[1][0] == "TTFT"
     assert rows[1][2] == pytest.approx(1e3 * ttft.mean())
@@ -68,37 +69,78 @@ def test_slo_attainment_goodput_and_unfinished():
             req(3, 1.0, 0.1, 0.1, 1),    # one token: no TPOT to violate -> ok
             req(4, 1.0, 0.1, None, 11),  # unfinished, counts as a miss
             req(5, 1.0, None, None, 11)]  # never started
-    m = summarise(result(reqs, t_end=5.0), ttft_slo_s=0.2, tpot_slo_s=0.2)
+    m = summarise(result(reqs, warmup=1.0, t_end=5.0), ttft_slo_s=0.2, tpot_slo_s=0.2)
     assert m.measured == 6 and m.completed == 4 and m.unfinished == 2
     assert m.slo_attainment == pytest.approx(2 / 6)
-    assert m.throughput_rps == pytest.approx(4 / 5.0)  # under 20 completions: / window
-    assert m.goodput_rps == pytest.approx(2 / 5.0)
+    # one arrival instant, no window: measured completions per second of the rest
+    assert m.throughput_rps == pytest.approx(4 / 4.0)
+    assert math.isnan(m.throughput_ci95_rps) and m.throughput_batches_rps == ()
+    assert m.goodput_rps == pytest.approx(2 / 4.0)
     assert m.ttft.n == 5  # the started-but-unfinished one has a TTFT
     assert m.tpot.n == 3  # completed with more than one token
-    loose = summarise(result(reqs, t_end=5.0))  # no SLO: attainment = completed fraction
-    assert loose.slo_attainment == pytest.approx(4 / 6)
+    loose = summarise(result(reqs, warmup=1.0, t_end=5.0))  # no SLO: attainment =
+    assert loose.slo_attainment == pytest.approx(4 / 6)  # the completed fraction
     assert loose.goodput_rps == pytest.approx(loose.throughput_rps)
-    only_ttft = summarise(result(reqs, t_end=5.0), ttft_slo_s=0.2)
+    only_ttft = summarise(result(reqs, warmup=1.0, t_end=5.0), ttft_slo_s=0.2)
     assert only_ttft.slo_attainment == pytest.approx(3 / 6)
 
 
 def test_warmup_excludes_early_arrivals():
     reqs = [req(0, 0.5, 5.0, 6.0, 2), req(1, 2.5, 0.2, 0.4, 2), req(2, 3.0, 0.4, 0.8, 2)]
     m = summarise(result(reqs, warmup=2.0, t_end=6.0))
-    assert m.measured == 2 and m.window_s == pytest.approx(4.0)
+    # the window runs from the warm-up to the last arrival: [2.0, 3.0)
+    assert m.measured == 2 and m.window_s == pytest.approx(1.0)
     assert m.ttft.mean == pytest.approx(0.3)  # the 5 s warm-up outlier is out
-    assert m.throughput_rps == pytest.approx(2 / 4.0)
+    assert m.throughput_rps == pytest.approx(1 / 1.0)  # request 1 done at 2.9 s
 
 
-def test_throughput_ignores_the_drain_after_the_last_arrival():
-    # 200 arrivals at 100 req/s served at 100 req/s with 20 s latency; t_end is 22 s.
-    # Completions / (t_end - warmup) would read 200 / 22 ≈ 9 req/s.
-    reqs = [req(k, 0.01 * k, 0.5, 20.0, 5) for k in range(200)]
-    m = summarise(result(reqs, t_end=22.0))
-    assert m.throughput_rps == pytest.approx(100.0, rel=1e-6)
-    assert m.goodput_rps == pytest.approx(100.0, rel=1e-6)  # no SLO: every completion
-    strict = summarise(result(reqs, t_end=22.0), ttft_slo_s=0.4)
-    assert strict.goodput_rps == 0.0 and strict.throughput_rps == pytest.approx(100.0)
+def _steady(seconds: float, rate: float = 100.0, latency: float = 2.0):
+    """Arrivals every 1/rate s for ``seconds``, each done ``latency`` s later."""
+    n = int(round(seconds * rate))
+    return [req(k, k / rate, 0.5, latency, 5) for k in range(n)]
+
+
+def test_completed_rate_is_the_window_rate_whatever_the_run_length():
+    # 100 req/s, 2 s latency, 10 s warm-up: the window [10 s, last arrival) is steady,
+    # completions in it run at 100 req/s whether the run lasts 30 s or 60 s; the drain
+    # after the last arrival (t_end) is not serving time.  Counting only the window's
+    # own arrivals that completed inside it would read 100 * (1 - 2 / 19.99) = 90 req/s
+    # on the short run and 96 on the long one.
+    for seconds in (30.0, 60.0):
+        m = summarise(result(_steady(seconds), warmup=10.0, t_end=seconds + 2.0))
+        assert m.window_start_s == 10.0 and m.window_end_s == pytest.approx(seconds - 0.01)
+        assert m.throughput_rps == pytest.approx(100.0, rel=2e-3)
+        assert m.goodput_rps == pytest.approx(m.throughput_rps)  # no SLO: every one
+        assert m.throughput_ci95_rps < 1.0  # evenly spaced: the batches agree
+    strict = summarise(result(_steady(30.0), warmup=10.0, t_end=32.0), ttft_slo_s=0.4)
+    assert strict.goodput_rps == 0.0 and strict.throughput_rps == pytest.approx(100, rel=2e-3)
+
+
+def test_completed_rate_counts_completions_of_warm_up_arrivals():
+    # 20 s latency, 30 s warm-up: the requests completing in the window arrived 20 s
+    # earlier, most during the warm-up; they are the cluster's work in the window
+    m = summarise(result(_steady(60.0, latency=20.0), warmup=30.0, t_end=80.0))
+    assert m.throughput_rps == pytest.approx(100.0, rel=2e-3)
+    assert m.measured == 3000  # latencies: only requests arriving in the window
+
+
+def test_confidence_interval_is_batch_means():
+    # 10 sub-windows of 1 s completing 20, 30, 20, 30 ... requests
+    reqs, k = [], 0
+    for b in range(10):
+        count = 20 if b % 2 == 0 else 30
+        for j in range(count):
+            reqs.append(req(k, 0.0, 0.1, 10.0 + b + (j + 0.5) / count, 2))
+            k += 1
+    reqs.append(req(k, 20.0, 0.1, 0.2, 2))  # the last arrival closes the window at 20 s
+    m = summarise(result(reqs, warmup=10.0, t_end=21.0))
+    assert m.throughput_batches_rps == (20.0, 30.0) * 5
+    assert m.throughput_rps == pytest.approx(25.0)
+    sd = np.std([20, 30] * 5, ddof=1)
+    assert m.throughput_ci95_rps == pytest.approx(2.2621571627 * sd / math.sqrt(10))
+    d = m.to_dict()
+    assert d["throughput_ci95_rps"] == pytest.approx(m.throughput_ci95_rps)
+    assert d["throughput_batches_rps"] == [20.0, 30.0] * 5 and d["window_end_s"] == 20.0
 
 
 def test_kv_time_per_tier_and_preemptions():
