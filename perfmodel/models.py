@@ -20,7 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, at, check_number
+from perfmodel.reading import read_json
 
 DTYPE_BYTES = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 
@@ -187,29 +188,41 @@ class ModelSpec:
 
 
 # ---------------------------------------------------------------------- loading
-def _need(cfg: dict[str, Any], key: str, where: str) -> Any:
-    if key not in cfg:
+#: No config field of a real model comes near this (hidden sizes are ~10^4, vocabularies
+#: ~10^5-10^6); a larger value is a corrupt file, and would size arrays by it.
+MAX_FIELD = 1 << 24
+
+
+def _need(cfg: dict[str, Any], key: str, where: str) -> int:
+    """A required positive whole-number field."""
+    if key not in cfg or cfg[key] is None:
         raise InputError(f"{where}: field '{key}' is missing")
-    value = cfg[key]
-    if not isinstance(value, int | float) or value <= 0:
-        raise InputError(f"{where}: field '{key}' must be a positive number, got {value!r}")
-    return value
+    return _int(cfg, key, where, minimum=1)
+
+
+def _int(cfg: dict[str, Any], key: str, where: str, minimum: int = 0) -> int:
+    """An optional whole-number field (0 when absent or null), within bounds."""
+    value = cfg.get(key)
+    if value is None:
+        return 0
+    return int(check_number(value, at(f"{where}: field '{key}'"), integer=True,
+                            ge=minimum, le=MAX_FIELD))
 
 
 def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.json"
                          ) -> ModelSpec:
     """Build a :class:`ModelSpec` from the fields of a Hugging Face ``config.json``."""
-    hidden = int(_need(cfg, "hidden_size", where))
-    layers = int(_need(cfg, "num_hidden_layers", where))
-    heads = int(_need(cfg, "num_attention_heads", where))
-    kv_heads = int(cfg.get("num_key_value_heads") or heads)
-    head_dim = int(cfg.get("head_dim") or hidden // heads)
-    experts = int(cfg.get("n_routed_experts") or cfg.get("num_experts")
-                  or cfg.get("num_local_experts") or 0)
-    moe_inter = int(cfg.get("moe_intermediate_size") or (cfg.get("intermediate_size", 0)
-                                                          if experts else 0))
-    shared = int(cfg.get("shared_expert_intermediate_size")
-                 or (cfg.get("n_shared_experts") or 0) * moe_inter)
+    hidden = _need(cfg, "hidden_size", where)
+    layers = _need(cfg, "num_hidden_layers", where)
+    heads = _need(cfg, "num_attention_heads", where)
+    kv_heads = _int(cfg, "num_key_value_heads", where) or heads
+    head_dim = _int(cfg, "head_dim", where) or hidden // heads
+    experts = (_int(cfg, "n_routed_experts", where) or _int(cfg, "num_experts", where)
+               or _int(cfg, "num_local_experts", where))
+    moe_inter = _int(cfg, "moe_intermediate_size", where) or (
+        _int(cfg, "intermediate_size", where) if experts else 0)
+    shared = (_int(cfg, "shared_expert_intermediate_size", where)
+              or _int(cfg, "n_shared_experts", where) * moe_inter)
     qcfg = cfg.get("quantization_config") or {}
     if not isinstance(qcfg, dict):
         raise InputError(f"{where}: field 'quantization_config' must be an object, "
@@ -225,21 +238,21 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
         heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate=int(cfg.get("intermediate_size") or 0),
-        vocab=int(_need(cfg, "vocab_size", where)),
+        intermediate=_int(cfg, "intermediate_size", where),
+        vocab=_need(cfg, "vocab_size", where),
         routed_experts=experts,
-        experts_per_token=int(cfg.get("num_experts_per_tok") or 0) if experts else 0,
+        experts_per_token=_int(cfg, "num_experts_per_tok", where) if experts else 0,
         moe_intermediate=moe_inter if experts else 0,
         shared_intermediate=shared if experts else 0,
-        dense_layers=int(cfg.get("first_k_dense_replace") or 0) if experts else 0,
-        route_groups=int(cfg.get("n_group") or 0),
-        route_groups_limit=int(cfg.get("topk_group") or 0),
-        mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0),
-        q_lora_rank=int(cfg.get("q_lora_rank") or 0),
-        kv_lora_rank=int(cfg.get("kv_lora_rank") or 0),
-        qk_nope_dim=int(cfg.get("qk_nope_head_dim") or 0),
-        qk_rope_dim=int(cfg.get("qk_rope_head_dim") or 0),
-        v_head_dim=int(cfg.get("v_head_dim") or 0),
+        dense_layers=_int(cfg, "first_k_dense_replace", where) if experts else 0,
+        route_groups=_int(cfg, "n_group", where),
+        route_groups_limit=_int(cfg, "topk_group", where),
+        mtp_layers=_int(cfg, "num_nextn_predict_layers", where),
+        q_lora_rank=_int(cfg, "q_lora_rank", where),
+        kv_lora_rank=_int(cfg, "kv_lora_rank", where),
+        qk_nope_dim=_int(cfg, "qk_nope_head_dim", where),
+        qk_rope_dim=_int(cfg, "qk_rope_head_dim", where),
+        v_head_dim=_int(cfg, "v_head_dim", where),
         weight_dtype=weight_dtype,
         kv_dtype="bf16",
         weight_block_scaled=block_scaled,
@@ -267,10 +280,7 @@ def get_model(name_or_path: str) -> ModelSpec:
     if path.suffix == ".json" or path.exists():
         if not path.is_file():
             raise InputError(f"model config '{name_or_path}' does not exist")
-        try:
-            cfg = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise InputError(f"{path}: not valid JSON (line {err.lineno}): {err.msg}") from None
+        cfg = read_json(path, "model config")
         if not isinstance(cfg, dict):
             raise InputError(f"{path}: expected a JSON object of config fields")
         return model_from_hf_config(cfg, path.stem, str(path))

@@ -64,6 +64,11 @@ if TYPE_CHECKING:
     from planner.request import PlanRequest
 
 OBJECTIVES = ("sustained", "thesis")
+#: Longest prompt the planner tabulates: per-length tables are (islands x lengths), so a
+#: workload declared to 4M tokens would take tens of GB; 256k covers every model shipped.
+MAX_PLAN_LEN = 262_144
+#: More ranges than this only add columns to the inner MILP (seed 002 uses 250 at most).
+MAX_RANGES = 4_096
 RANGE_RATES = ("mix", "midpoint")
 
 
@@ -98,8 +103,15 @@ class PlanningContext:
         same inputs mean."""
         spec = get_model(model)
         w = load_workload(workload) if isinstance(workload, str) else workload
-        if ranges < 1:
-            raise PlannerError(f"--ranges must be >= 1, got {ranges}")
+        if w.max_len > MAX_PLAN_LEN:
+            raise PlannerError(f"workload '{w.name}' reaches {w.max_len:,} tokens; the "
+                               f"planner plans prompts up to {MAX_PLAN_LEN:,} (its tables "
+                               "grow with the length): set max_len in the workload")
+        if isinstance(ranges, bool) or not isinstance(ranges, int) or ranges < 1:
+            raise PlannerError(f"--ranges must be a whole number >= 1, got {ranges!r}")
+        if ranges > MAX_RANGES:
+            raise PlannerError(f"--ranges must be at most {MAX_RANGES:,} (finer ranges add "
+                               f"MILP columns, not accuracy), got {ranges:,}")
         table = make_ranges(w, count=ranges)
         get_engine(engine)  # a clear error for an unknown name
         return cls(spec, w, table, dict(gpus), slo,

@@ -25,10 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from perfmodel.errors import at, check_number
 from perfmodel.hardware import GPU, gpu_catalog, resolve_gpu
+from perfmodel.reading import read_yaml
 from planner.errors import PlannerError
 from planner.network import parse_network
 
@@ -62,9 +61,10 @@ class Inventory:
     network: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        names = [e.name for e in self.entries]
+        names = [e.name.lower() for e in self.entries]
         if len(set(names)) != len(names):
-            raise PlannerError(f"inventory '{self.name}': GPU type listed twice")
+            raise PlannerError(f"inventory '{self.name}': GPU type listed twice "
+                               "(names are case-insensitive)")
 
     @property
     def types(self) -> list[str]:
@@ -124,12 +124,20 @@ def _same_hardware(catalog: GPU | None, gpu: GPU) -> bool:
     return all(a.get(k) == b.get(k) for k in a.keys() | b.keys() if k not in _PRICE_FIELDS)
 
 
-def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False
-            ) -> float:
-    """A finite number ``>= 0`` (``> 0`` when ``positive``; whole when ``integer``)."""
+#: Bounds on an entry: a million GPUs of one type is beyond any fleet (and would size
+#: the search's tables by it); a price under a millionth of a dollar per GPU-hour or over
+#: a million dollars is a unit mistake, and would overflow "how many does the budget buy".
+MAX_COUNT = 1_000_000
+MIN_PRICE, MAX_PRICE = 1e-6, 1e6
+
+
+def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False,
+            le: float | None = None) -> float:
+    """A finite number ``>= 0`` (``> 0`` when ``positive``; whole when ``integer``; at
+    most ``le``)."""
     if positive:
-        return check_number(value, at(where), integer=integer, gt=0)
-    return check_number(value, at(where), integer=integer, ge=0)
+        return check_number(value, at(where), integer=integer, gt=0, le=le)
+    return check_number(value, at(where), integer=integer, ge=0, le=le)
 
 
 def inventory_from_dict(data: Any, where: str) -> Inventory:
@@ -168,26 +176,35 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
             raise PlannerError(f"{at}: field 'type': {err}") from None
         if "count" not in item:
             raise PlannerError(f"{at}: field 'count' is missing")
-        count = int(_number(item["count"], f"{at}: field 'count'", integer=True))
+        count = int(_number(item["count"], f"{at}: field 'count'", integer=True,
+                            le=MAX_COUNT))
         price = item.get("price_per_hour", gpu.price_per_hour or None)
         if price is None:
             raise PlannerError(f"{at}: field 'price_per_hour' is missing (no catalog price)")
-        price = _number(price, f"{at}: field 'price_per_hour'")
+        price = _number(price, f"{at}: field 'price_per_hour'", le=MAX_PRICE)
+        if 0 < price < MIN_PRICE:
+            raise PlannerError(f"{at}: field 'price_per_hour' must be 0 or at least "
+                               f"{MIN_PRICE:g} $/GPU-hour, got {price:g}")
         min_island = int(_number(item.get("min_island", default_min),
-                                 f"{at}: field 'min_island'", integer=True, positive=True))
+                                 f"{at}: field 'min_island'", integer=True, positive=True,
+                                 le=MAX_COUNT))
         origin = "datasheet" if sheet is not None else \
             "inventory" if "price_per_hour" in item else "catalog"
         if item.get("price_origin") in PRICE_ORIGINS:  # a plan.json's own record
             origin = str(item["price_origin"])
-        note = item.get("price_source") if origin != "catalog" else ""
+        note = item.get("price_source")
         if note is not None and not isinstance(note, str):
             raise PlannerError(f"{at}: field 'price_source' must be text, got {note!r}")
+        if origin == "catalog":  # the catalog's own source is written out instead
+            note = ""
         entries.append(InventoryEntry(replace(gpu, price_per_hour=price), count, price,
                                       min_island, origin, note or ""))
-    names = [e.name for e in entries]
-    dupes = {n for n in names if names.count(n) > 1}
+    # GPU names are case-insensitive ("h20" is the catalog's H20): one entry per type
+    names = [e.name.lower() for e in entries]
+    dupes = sorted({e.name for e in entries if names.count(e.name.lower()) > 1})
     if dupes:
-        raise PlannerError(f"{where}: field 'gpus' lists {sorted(dupes)} more than once")
+        raise PlannerError(f"{where}: field 'gpus' lists {dupes} more than once (GPU "
+                           "names are case-insensitive)")
     network = data.get("network")
     if network is not None and not isinstance(network, dict):
         raise PlannerError(f"{where}: field 'network' must be a mapping")
@@ -199,13 +216,6 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
 def load_inventory(path: str | Path) -> Inventory:
     """Read an inventory YAML file; errors name the file, line or field."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise PlannerError(f"inventory file '{path}' does not exist")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise PlannerError(f"{path}:{line} YAML syntax error: {problem}") from None
-    return inventory_from_dict(data, str(path))
+    return inventory_from_dict(read_yaml(p, "inventory file"), str(path))

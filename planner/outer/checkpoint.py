@@ -21,8 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from perfmodel.errors import check_number
+from perfmodel.reading import read_text
 from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
+from planner.outer.protocol import HistoryPoint
 
 FORMAT = "hetero-planner/outer-checkpoint"
 VERSION = 1
@@ -45,8 +48,10 @@ def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:
     if not path.exists():
         return None
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        # Ax's own snapshot in "state" may hold NaN, so the JSON is read leniently; the
+        # tracker, which decides what is resumed, is checked value by value below.
+        doc = json.loads(read_text(path, "checkpoint"))
+    except (ValueError, RecursionError) as e:
         raise PlannerError(f"{path}: cannot read checkpoint ({e})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise PlannerError(f"{path}: not an outer-search checkpoint (field 'format')")
@@ -56,6 +61,7 @@ def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:
     for key in ("fingerprint", "tracker", "state"):
         if key not in doc:
             raise PlannerError(f"{path}: checkpoint lacks field '{key}'")
+    _check_tracker(doc["tracker"], str(path))
     diff = _first_difference(doc["fingerprint"], normalise(fingerprint), "fingerprint")
     if diff is not None:
         field, old, new = diff
@@ -63,6 +69,48 @@ def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:
                            f"saved {old!r}, now {new!r}); use another --checkpoint path "
                            "or delete the file")
     return doc
+
+
+def _check_tracker(tracker: Any, source: str) -> None:
+    """The evaluations a resume would trust: every field present, every number finite
+    and of its kind, every layout readable -- a hand-edited or corrupted checkpoint is a
+    one-line error, never a resumed search that believes a NaN."""
+    def fail(field: str) -> Any:
+        return lambda problem: PlannerError(
+            f"{source}: checkpoint field 'tracker.{field}' {problem}")
+
+    if not isinstance(tracker, dict):
+        raise PlannerError(f"{source}: checkpoint field 'tracker' must be an object")
+    for key in ("wall_time", "evaluations", "cache_hits", "history"):
+        if key not in tracker:
+            raise PlannerError(f"{source}: checkpoint field 'tracker.{key}' is missing")
+    check_number(tracker["wall_time"], fail("wall_time"), ge=0)
+    for key in ("evaluations", "cache_hits"):
+        check_number(tracker[key], fail(key), integer=True, ge=0)
+    if not isinstance(tracker["history"], list):
+        raise PlannerError(f"{source}: checkpoint field 'tracker.history' must be a list")
+    for k, h in enumerate(tracker["history"]):
+        where = f"history[{k}]"
+        if not isinstance(h, dict):
+            raise PlannerError(f"{source}: checkpoint field 'tracker.{where}' must be an "
+                               "object")
+        for key in ("index", "wall_time", "layout", "value", "cost", "feasible", "best"):
+            if key not in h:
+                raise PlannerError(f"{source}: checkpoint field 'tracker.{where}.{key}' "
+                                   "is missing")
+        check_number(h["index"], fail(f"{where}.index"), integer=True, ge=0)
+        for key in ("wall_time", "value", "cost"):
+            check_number(h[key], fail(f"{where}.{key}"), ge=0)
+        if h["best"] is not None:
+            check_number(h["best"], fail(f"{where}.best"))
+        if not isinstance(h["feasible"], bool):
+            raise PlannerError(f"{source}: checkpoint field 'tracker.{where}.feasible' must "
+                               f"be true or false, got {h['feasible']!r}")
+        try:
+            HistoryPoint.from_dict(h)
+        except (TypeError, ValueError) as err:
+            raise PlannerError(f"{source}: checkpoint field 'tracker.{where}.layout' is "
+                               f"not a layout ({err})") from None
 
 
 def _first_difference(a: Any, b: Any, where: str) -> tuple[str, Any, Any] | None:

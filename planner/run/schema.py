@@ -16,7 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfmodel.errors import check_number
+from perfmodel.hardware import get_gpu
+from perfmodel.parallel import ParallelConfig
+from perfmodel.reading import read_json
 from planner.errors import PlannerError
+from planner.inner.registry import needs_context
+from planner.inventory import inventory_from_dict
+from planner.outer.protocol import parse_layout_text
 
 SCHEMA_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
@@ -29,6 +36,11 @@ _PER_LENGTH_KEYS = ("length", "pmf", "model_prefill", "eval_prefill", "model_dec
                     "eval_decode")
 _ISLAND_KEYS = ("gpu", "size", "role", "config", "batch", "shares")
 _ROLES = ("prefill", "decode", "both", "idle")
+#: No rate, length, share or cost of a plan comes near this; beyond it a figure is a
+#: corrupted file (and would break every plot's axis).
+MAX_FIGURE = 1e15
+#: No island is larger than an inventory can list of one type (planner.inventory).
+MAX_ISLAND = 1_000_000
 
 
 def _fail(source: str, field: str, problem: str) -> PlannerError:
@@ -44,6 +56,8 @@ def _array(d: Mapping[str, Any], key: str, where: str, source: str) -> list:
     for k, x in enumerate(value):
         if x is not None and (isinstance(x, bool) or not isinstance(x, int | float)):
             raise _fail(source, f"{where}.{key}[{k}]", f"must be a number, got {x!r}")
+        if x is not None and not abs(x) <= MAX_FIGURE:
+            raise _fail(source, f"{where}.{key}[{k}]", f"is implausibly large: {x!r}")
     return value
 
 
@@ -85,6 +99,12 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
         if len(_array(plan["per_length"], key, "per_length", source)) != S:
             raise _fail(source, f"per_length.{key}",
                         f"must have {S} entries like per_length.length")
+    inv = _section(plan["request"], "inventory", source)
+    if not isinstance(inv.get("gpus"), list):
+        raise _fail(source, "request.inventory.gpus", "must be a list")
+    inventory_from_dict(dict(inv), f"{source}: request.inventory")  # values, one line
+    known_gpus = {str(g.get("type")).lower() for g in inv["gpus"] if isinstance(g, Mapping)}
+    pipeline = needs_context(str(plan["request"].get("inner")))
     for i, isl in enumerate(plan["islands"]):
         where = f"islands[{i}]"
         if not isinstance(isl, Mapping):
@@ -94,21 +114,114 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
                 raise _fail(source, f"{where}.{key}", "is missing")
         if isl["role"] not in _ROLES:
             raise _fail(source, f"{where}.role", f"must be one of {_ROLES}, got {isl['role']!r}")
-        if len(_array(isl, "shares", where, source)) != J:
+        shares = _array(isl, "shares", where, source)
+        if len(shares) != J:
             raise _fail(source, f"{where}.shares", f"must have {J} entries (one per range)")
+        if any(x is not None and not -1e-9 <= x <= 1 + 1e-6 for x in shares):
+            raise _fail(source, f"{where}.shares", "must be shares of time in [0, 1]")
+        _check_island(isl, where, source, known_gpus, pipeline)
     summary = plan["summary"]
     for key in ("requests_per_s", "cost_per_hour", "gpus_used"):
         if key not in summary:
             raise _fail(source, f"summary.{key}", "is missing")
+    for key in ("requests_per_s", "cost_per_hour"):
+        check_number(summary[key], _at(source, f"summary.{key}"), ge=0)
+    for key in ("tool", "timings_s"):
+        if plan.get(key) is not None and not isinstance(plan[key], Mapping):
+            raise _fail(source, key, "must be an object")
+    if not isinstance(plan["search"].get("settings") or {}, Mapping):
+        raise _fail(source, "search.settings", "must be an object")
+    for key in ("exact", "best_homogeneous", "closed_loop", "latency_ms", "network"):
+        if summary.get(key) is not None and not isinstance(summary[key], Mapping):
+            raise _fail(source, f"summary.{key}", "must be an object or null")
+    for key in ("gpus_used", "gpus_available"):
+        counts = summary.get(key, {})
+        if not isinstance(counts, Mapping):
+            raise _fail(source, f"summary.{key}", "must map GPU types to counts")
+        for gpu, n in counts.items():
+            check_number(n, _at(source, f"summary.{key}.{gpu}"), integer=True, ge=0)
     history = plan["search"].get("history")
     if not isinstance(history, list):
         raise _fail(source, "search.history", "must be a list")
     for k, h in enumerate(history):
         if not isinstance(h, Mapping) or "index" not in h or "best" not in h:
             raise _fail(source, f"search.history[{k}]", "must have 'index' and 'best'")
-    inv = _section(plan["request"], "inventory", source)
-    if not isinstance(inv.get("gpus"), list):
-        raise _fail(source, "request.inventory.gpus", "must be a list")
+        _check_layout(h.get("layout"), f"search.history[{k}].layout", source)
+    _check_layout(plan["search"].get("best_layout"), "search.best_layout", source)
+    base = plan["baselines"]
+    homogeneous = base.get("homogeneous") or []
+    if not isinstance(homogeneous, list):
+        raise _fail(source, "baselines.homogeneous", "must be a list")
+    for k, b in enumerate([*homogeneous, base.get("exact")]):
+        where = f"baselines.homogeneous[{k}]" if k < len(homogeneous) else "baselines.exact"
+        if b is None and where == "baselines.exact":
+            continue
+        if not isinstance(b, Mapping):
+            raise _fail(source, where, "must be an object")
+        _check_layout(b.get("layout"), f"{where}.layout", source)
+    slo = plan["request"].get("slo") or {}
+    if not isinstance(slo, Mapping):
+        raise _fail(source, "request.slo", "must be an object")
+    for key in ("ttft_ms", "tpot_ms"):
+        if slo.get(key) is not None:
+            check_number(slo[key], _at(source, f"request.slo.{key}"), gt=0)
+
+
+def _at(source: str, field: str):
+    return lambda problem: _fail(source, field, problem)
+
+
+def _check_layout(layout: Any, field: str, source: str) -> None:
+    """A layout as plan.json writes it: ``[[type, size], ...]`` or its compact text
+    (``H20:2*3+8;H200:32``), or nothing."""
+    if layout is None or layout == []:
+        return
+    if isinstance(layout, str):
+        try:
+            parse_layout_text(layout)
+        except ValueError as err:
+            raise _fail(source, field, f"is not a layout ({err})") from None
+        return
+    if not isinstance(layout, list):
+        raise _fail(source, field, "must be a list of [GPU type, size] pairs")
+    for k, item in enumerate(layout):
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                and item[0]):
+            raise _fail(source, f"{field}[{k}]", "must be a [GPU type, size] pair")
+        check_number(item[1], _at(source, f"{field}[{k}][1]"), integer=True, ge=1,
+                     le=MAX_ISLAND)
+
+
+def _check_island(isl: Mapping[str, Any], where: str, source: str, known: set[str],
+                  pipeline: bool) -> None:
+    """An island's values: a GPU of the plan's inventory (or the catalog), a whole
+    positive size, and -- unless idle -- a whole positive batch and a parallel
+    configuration of that size (a pipeline plan's islands describe their blocks
+    instead)."""
+    gpu = isl["gpu"]
+    if not isinstance(gpu, str) or not gpu:
+        raise _fail(source, f"{where}.gpu", f"must be a GPU name, got {gpu!r}")
+    if gpu.lower() not in known:
+        try:
+            get_gpu(gpu)
+        except PlannerError:
+            raise _fail(source, f"{where}.gpu", f"names {gpu!r}, which is neither in the "
+                        "plan's inventory nor in the GPU catalog") from None
+    size = check_number(isl["size"], _at(source, f"{where}.size"), integer=True, ge=1,
+                        le=MAX_ISLAND)
+    if isl["role"] == "idle":
+        return
+    check_number(isl["batch"], _at(source, f"{where}.batch"), integer=True, ge=1,
+                 le=MAX_ISLAND * 1_000_000)
+    if pipeline:
+        return
+    try:
+        cfg = ParallelConfig.from_label(isl["config"])
+    except ValueError as err:
+        raise _fail(source, f"{where}.config", str(err)) from None
+    if cfg.tp * cfg.dp != size:
+        raise _fail(source, f"{where}.config", f"{isl['config']!r} needs tp x dp = the "
+                    f"island's size {size}")
 
 
 def json_safe(x: Any) -> Any:
@@ -131,17 +244,8 @@ def dumps_plan(plan: Mapping[str, Any]) -> str:
 
 def load_plan(path: Path) -> dict[str, Any]:
     """Read and check ``path``; every problem is a one-line :class:`PlannerError`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlannerError(f"{path}: not found (is this a run folder of `planner plan`?)"
-                           ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise PlannerError(f"{path}: cannot read: {err}") from None
-    try:
-        plan = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise PlannerError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: "
-                           f"{err.msg})") from None
+    if not Path(path).exists():
+        raise PlannerError(f"{path}: not found (is this a run folder of `planner plan`?)")
+    plan = read_json(path, "plan.json")
     check_plan(plan, str(path))
     return plan

@@ -13,8 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from perfmodel import reading
 from perfmodel.errors import check_number
 from perfmodel.hardware import resolve_gpu
 from planner.errors import PlannerError
@@ -202,12 +201,6 @@ def parse_add_flag(text: str) -> dict[str, Any]:
 
 
 def read_yaml(path: Path) -> Any:
-    if not path.is_file():
+    if not path.exists():
         raise PlannerError(f"what-if spec '{path}' does not exist")
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise PlannerError(f"{path}:{line} YAML syntax error: {problem}") from None
+    return reading.read_yaml(path, "what-if spec")

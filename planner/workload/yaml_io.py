@@ -7,33 +7,18 @@ from typing import Any
 
 import yaml
 
+from perfmodel import reading
 from planner.atomic import write_text_atomic
-from planner.errors import PlannerError
 from planner.workload.model import Workload
 from planner.workload.schema import workload_from_dict, workload_to_dict
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a missing file or a syntax error is a one-line PlannerError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlannerError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise PlannerError(f"{path}: cannot read: {err}") from None
-    try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise PlannerError(f"{where}: invalid YAML: {problem}") from None
-    if data is None:
-        raise PlannerError(f"{path}: empty file")
-    return data
+    """Parse a YAML file (perfmodel.reading: UTF-8, no repeated keys, bounded nesting);
+    every problem is a one-line PlannerError naming the file."""
+    return reading.read_yaml(path, "file")
 
 
 def read_workload(path: Path, *, max_len: int | None = None) -> Workload:

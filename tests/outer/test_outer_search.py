@@ -277,3 +277,22 @@ def test_random_search_resumes(tmp_path):
     assert _layouts(res) == _layouts(reference)
     assert not (set(first.seen) & set(second.seen)) - {res.best_layout}
     assert all(BUDGET.fits(h.layout) for h in res.history)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda t: t["history"][2].update(value=float("nan")), "tracker.history[2].value"),
+    (lambda t: t["history"][1].pop("feasible"), "tracker.history[1].feasible"),
+    (lambda t: t["history"][0].update(layout="H200:x"), "tracker.history[0].layout"),
+    (lambda t: t.update(evaluations=-3), "tracker.evaluations"),
+    (lambda t: t.pop("history"), "tracker.history"),
+])
+def test_corrupted_checkpoint_is_one_line_naming_the_field(tmp_path, edit, field):
+    path = tmp_path / "ckpt.json"
+    search = RandomSearch(evaluations=5)
+    search.search(BUDGET, SyntheticObjective(BUDGET), seed=0, checkpoint=path)
+    doc = json.loads(path.read_text())
+    edit(doc["tracker"])
+    path.write_text(json.dumps(doc))
+    with pytest.raises(PlannerError) as err:
+        search.search(BUDGET, SyntheticObjective(BUDGET), seed=0, checkpoint=path)
+    assert f"'{field}'" in str(err.value) and str(path) in str(err.value)

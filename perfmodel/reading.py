@@ -1,0 +1,137 @@
+"""Reading a user's file safely: the one place text, JSON and YAML come in.
+
+Every file a user hands the tools -- inventories, workloads, what-if specs, model
+``config.json``, plan.json, checkpoints -- is read here, so each hostile shape fails
+the same way, as one :class:`~perfmodel.errors.InputError` line naming the file:
+
+* a missing path, a directory, or a file larger than :data:`MAX_BYTES`;
+* bytes that are not UTF-8 (the byte offset and the byte are named);
+* JSON or YAML syntax errors (with the line), ``NaN``/``Infinity`` in JSON, YAML
+  mappings that repeat a key (YAML keeps the last silently; a typo'd copy would win);
+* nesting deeper than :data:`MAX_DEPTH` (a 5,000-deep list would otherwise exhaust
+  the interpreter's recursion limit).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perfmodel.errors import InputError
+
+#: No input of these tools comes near this; a larger file is a mistake (a trace passed
+#: as an inventory) that would otherwise be parsed into memory whole.
+MAX_BYTES = 64 * 1024 * 1024
+#: Deeper nesting than any format here uses (plan.json is about 5 levels deep).
+MAX_DEPTH = 32
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """The UTF-8 text of ``path``; every failure is one line naming it."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such {what}")
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory, not a {what}")
+    try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise InputError(f"{p}: {size:,} bytes, more than any {what} needs "
+                             f"({MAX_BYTES:,}); is it the right file?")
+        data = p.read_bytes()
+    except OSError as err:
+        raise InputError(f"{p}: cannot read: {err.strerror or err}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{p}: not UTF-8 text (byte {err.start:,} is "
+                         f"{data[err.start:err.start + 1]!r}); save it as UTF-8") from None
+
+
+def _depth_ok(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests at most ``limit`` containers deep (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            if d > limit:
+                return False
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return True
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str, source: str) -> Any:
+    """JSON from ``text`` (read from ``source``), strictly: no NaN or Infinity."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{source}: not valid JSON (line {err.lineno}): {err.msg}") from None
+    except ValueError as err:
+        raise InputError(f"{source}: not valid JSON: {err}") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep") from None
+    if not _depth_ok(data):
+        raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep")
+    return data
+
+
+def read_json(path: str | Path, what: str = "JSON file") -> Any:
+    return parse_json(read_text(path, what), str(path))
+
+
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing a mapping that repeats a key."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _value in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                dup = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base loader reports it
+                continue
+            if dup:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping",
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """YAML from ``text`` (read from ``source``): safe types only, no repeated keys,
+    bounded nesting; an empty document is an error."""
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise InputError(f"{where}: invalid YAML: {problem}") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep") from None
+    if data is None:
+        raise InputError(f"{source}: empty file")
+    if not _depth_ok(data):
+        raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep")
+    return data
+
+
+def read_yaml(path: str | Path, what: str = "YAML file") -> Any:
+    return parse_yaml(read_text(path, what), str(path))
+
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "parse_json", "parse_yaml", "read_json", "read_text",
+           "read_yaml"]
