@@ -20,6 +20,7 @@ from planner.report.facts import (
     fmt,
     gpu_lines,
     homogeneous_ratio,
+    island_kinds,
     length,
     money,
     num,
@@ -134,40 +135,16 @@ def answer(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def optimum_sentence(plan: Mapping[str, Any]) -> str:
-    """Where this plan stands against the exact optimum, in one plain sentence."""
-    s = plan["summary"]
-    se = plan.get("search") or {}
-    exact = s.get("exact")
-    if not exact:
-        return "The exact optimum was not computed."
-    gap = num(exact.get("gap"))
-    proven = f" (proven within {pct(gap, 2)})" if math.isfinite(gap) and gap > 0 else ""
-    if se.get("name") == "exact" and not (se.get("settings") or {}).get("milp_layout"):
-        return f"This plan is the exact optimum of the model{proven}."
-    if plan["request"].get("target_rps") is not None and s.get("cost_gap") is not None:
-        return (f"This plan costs {pct(s['cost_gap'], 2)} more than the cheapest plan "
-                f"that meets the target ({money(exact.get('cost_per_hour'))}{proven}).")
-    bo = num(s.get("bo_gap"))
-    if math.isfinite(bo):
-        where = "below" if bo >= 0 else "above"
-        return (f"This plan's perf-model capacity is {pct(abs(bo), 2)} {where} the exact "
-                f"optimum ({fmt(exact.get('requests_per_s'))} requests/s{proven}).")
-    return f"The exact optimum is {fmt(exact.get('requests_per_s'))} requests/s{proven}."
-
-
 def island_groups(plan: Mapping[str, Any]) -> Table:
     """Identical islands (same GPU, size, role, parallelism and batch) as one row:
     ``30 × 2 H100-SXM, prefill, tp2-dp1-ep1``, with their total rate and cost and the
     input lengths the group serves together."""
     p = prices(plan)
-    groups: dict[tuple, list[Mapping[str, Any]]] = {}
-    for isl in plan["islands"]:
-        key = (str(isl["gpu"]), int(isl["size"]), str(isl["role"]), str(isl.get("config")),
-               str(isl.get("batch")))
-        groups.setdefault(key, []).append(isl)
     rows = []
-    for (gpu, size, role, config, batch), members in groups.items():
+    for members in island_kinds(plan):
+        first = members[0]
+        gpu, size, role = str(first["gpu"]), int(first["size"]), str(first["role"])
+        config, batch = str(first.get("config")), str(first.get("batch"))
         idle = role == "idle"
         rate = sum(num(i.get("requests_per_s")) for i in members)
         lat = [num(i.get("ttft_ms" if role != "decode" else "tpot_ms")) for i in members]
@@ -216,4 +193,4 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["GLOSSARY", "answer", "caveats", "confidence", "island_groups", "optimum_sentence"]
+__all__ = ["GLOSSARY", "answer", "caveats", "confidence", "island_groups"]

@@ -172,96 +172,51 @@ def homogeneous_ratio(plan: Mapping[str, Any]) -> float:
     return num(plan["summary"]["requests_per_s"]) / base if base > 0 else math.nan
 
 
-def headline(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The answer in a few (label, sentence) pairs, for every renderer."""
-    s = plan["summary"]
-    req = plan["request"]
-    lines = gpu_lines(plan)
-    buy = ", ".join(f"{ln.used} × {ln.gpu}" for ln in lines if ln.used) or "nothing"
-    budget = num(s.get("budget", req.get("budget")))
-    of_budget = (f" of a {money(budget)} budget ({pct(num(s['cost_per_hour']) / budget, 0)})"
-                 if budget > 0 else "")
-    out = [("Buy / rent", f"{buy}: {money(s['cost_per_hour'])}{of_budget}")]
-    tokens = fmt(s.get("tokens_per_s"))
-    out.append(("Throughput",
-                f"{fmt(s['requests_per_s'])} requests/s sustained on the workload mix "
-                f"({tokens} tokens/s: {fmt(s.get('input_tokens_per_s'))} in, "
-                f"{fmt(s.get('output_tokens_per_s'))} out)"))
-    checked = capacity_check(plan)
-    if checked:
-        out.append(("Checked", checked))
-    target = num(req.get("target_rps"))
-    if math.isfinite(target):
-        met = num(s["requests_per_s"]) >= target * (1 - 1e-9)
-        out.append(("Target", f"{fmt(target)} requests/s — {'met' if met else 'NOT met'}"))
-    out.append(("Cost per token",
-                f"{money(s.get('usd_per_million_tokens'), '')} per million tokens "
-                f"({money(s.get('usd_per_million_output_tokens'), '')} per million output "
-                "tokens)"))
-    best = s.get("best_homogeneous")
-    if best:
-        ratio = homogeneous_ratio(plan)
-        out.append(("vs. one GPU type",
-                    f"{fmt(ratio)}× the best single-type plan at the same budget "
-                    f"({best.get('label', DASH)}: {fmt(best.get('requests_per_s'))} "
-                    f"requests/s for {money(best.get('cost_per_hour'))})"))
-    else:
-        out.append(("vs. one GPU type", "not computed (one GPU type, or comparison off)"))
-    out.append(("Search quality", search_quality(plan)))
-    out.append(("Performance model", engine_sentence(req)))
-    return out
-
-
-_BOUND = {"analytic": "the perf model capacity, confirmed",
-          "simulated": "corrected from simulation",
-          "slo": "lowered until the SLO holds"}
-
-
-def search_quality(plan: Mapping[str, Any]) -> str:
-    """Which search made the plan and how far it is from the exact optimum of the
-    model: in requests/s (throughput mode) or in $/h (target mode)."""
+def optimum_sentence(plan: Mapping[str, Any]) -> str:
+    """Where this plan stands against the exact optimum of the model, in one plain
+    sentence: in requests/s (throughput mode) or in $/h (target mode)."""
     s = plan["summary"]
     se = plan.get("search") or {}
     exact = s.get("exact")
+    if not exact:
+        return "The exact optimum was not computed."
+    gap = num(exact.get("gap"))
+    status = str(exact.get("status") or DASH)
+    proven = f"proven within {pct(gap, 2)}" if math.isfinite(gap) and gap > 0 else ""
+    how = ", ".join(x for x in (proven, "" if status == "optimal" else f"solver {status}")
+                    if x)
+    how = f" ({how})" if how else ""
+    if se.get("name") == "exact" and not (se.get("settings") or {}).get("milp_layout"):
+        return f"This plan is the exact optimum of the model{how}."
+    if target_mode(plan) and s.get("cost_gap") is not None:
+        return (f"This plan costs {pct(s['cost_gap'], 2)} more than the exact optimum "
+                f"{money(exact.get('cost_per_hour'))}{how}, the cheapest plan that meets "
+                "the target.")
+    bo = num(s.get("bo_gap"))
+    if math.isfinite(bo):
+        where = "below" if bo >= 0 else "above"
+        return (f"This plan's perf-model capacity is {pct(abs(bo), 2)} {where} the exact "
+                f"optimum ({fmt(exact.get('requests_per_s'))} requests/s{how}).")
+    return f"The exact optimum is {fmt(exact.get('requests_per_s'))} requests/s{how}."
+
+
+def search_quality(plan: Mapping[str, Any]) -> str:
+    """Which search made the plan, why, and :func:`optimum_sentence`."""
+    se = plan.get("search") or {}
     chosen = (se.get("settings") or {}).get("chosen")
     head = f"{se.get('name', DASH)} search" + (f" ({chosen})" if chosen else "")
-    if not exact:
-        return head + "; exact optimum not computed"
-    status = exact.get("status") or DASH
-    if se.get("name") == "exact" and not (se.get("settings") or {}).get("milp_layout"):
-        gap = num(exact.get("gap"))
-        proven = f", proven within {pct(gap, 2)}" if math.isfinite(gap) and gap > 0 else ""
-        return f"{head}: this plan is the exact optimum ({status}{proven})"
-    if target_mode(plan) and s.get("cost_gap") is not None:
-        return (f"{head}; exact optimum ${num(exact.get('cost_per_hour')):,.2f}/h "
-                f"({status}); this plan costs {pct(s['cost_gap'], 2)} more")
-    gap = num(s.get("bo_gap"))
-    if math.isfinite(gap):
-        where = "below" if gap >= 0 else "above"
-        return (f"{head}; exact optimum {fmt(exact.get('requests_per_s'))} requests/s "
-                f"({status}); this plan is {pct(abs(gap), 2)} {where} it")
-    return f"{head}; exact optimum {fmt(exact.get('requests_per_s'))} requests/s ({status})"
+    return f"{head}: {optimum_sentence(plan)}"
 
 
-def capacity_check(plan: Mapping[str, Any]) -> str:
-    """How the capacity was established, in one sentence: the closed loop's verdict,
-    or that it is the perf model's figure unchecked."""
-    s = plan["summary"]
-    loop = s.get("closed_loop")
-    slo = plan["request"].get("slo") or {}
-    ceilings = " and ".join(f"{k} ≤ {fmt(slo.get(f))} ms" for k, f in
-                            (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms")) if slo.get(f))
-    if not loop:
-        return ("the capacity of the perf model, not simulated (--no-sim-check)"
-                + (f"; SLO {ceilings}" if ceilings else ""))
-    analytic = num(loop.get("analytic_requests_per_s"))
-    ratio = num(s["requests_per_s"]) / analytic if analytic > 0 else math.nan
-    slo_part = (f"{pct(loop.get('slo_attainment_at_90pct'))} of requests meet {ceilings} "
-                "at 90 % of it" if ceilings else "no latency ceiling")
-    how = _BOUND.get(str(loop.get("bound")), str(loop.get("bound")))
-    return (f"{how} -- simulated, {pct(loop.get('sustained_fraction'))} of arrivals "
-            f"complete at this rate and {slo_part}; perf model alone "
-            f"{fmt(analytic)} requests/s (×{fmt(ratio)})")
+def island_kinds(plan: Mapping[str, Any]) -> list[list[Mapping[str, Any]]]:
+    """The plan's islands grouped by kind -- same GPU, size, role, parallelism and batch
+    -- in the order each kind first appears."""
+    kinds: dict[tuple, list[Mapping[str, Any]]] = {}
+    for isl in plan["islands"]:
+        key = (str(isl["gpu"]), int(isl["size"]), str(isl["role"]), str(isl.get("config")),
+               str(isl.get("batch")))
+        kinds.setdefault(key, []).append(isl)
+    return list(kinds.values())
 
 
 def engine_sentence(req: Mapping[str, Any]) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from planner.report import answer, sections, sim_section
 from planner.report.csv_tables import TABLES
-from planner.report.facts import fmt, homogeneous_ratio, money, search_quality
+from planner.report.facts import fmt, homogeneous_ratio, money, optimum_sentence, search_quality
 from planner.report.markdown import title
 from planner.report.page import figure, html_table, page, term, tiles
 from planner.report.plots import FIGURES
@@ -110,7 +110,7 @@ def render_html(plan: Mapping[str, Any], pngs: Mapping[str, bytes],
             '<h2 id="alternatives">Alternatives</h2>',
             "<p>The best plan using a single GPU type for the same money, and the "
             f"{term('exact optimum', TERMS['exact optimum'])} of the same model. "
-            f"{escape(answer.optimum_sentence(plan))}</p>",
+            f"{escape(optimum_sentence(plan))}</p>",
             html_table(sections.baselines_table(plan), terms=TERMS),
             '<h2 id="caveats">Assumptions and caveats</h2><div class="caveats"><ul>',
             *(f"<li>{escape(c)}</li>" for c in answer.caveats(plan)), "</ul></div>",

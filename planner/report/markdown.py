@@ -7,7 +7,7 @@ from typing import Any
 
 from planner.report import answer, sections, sim_section
 from planner.report.csv_tables import TABLES
-from planner.report.facts import fmt, search_quality
+from planner.report.facts import fmt, optimum_sentence, search_quality
 from planner.report.plots import FIGURES
 from planner.run.simulations import summary_rows
 
@@ -61,7 +61,7 @@ def render_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]] =
     parts += _figure_md("islands.png")
     parts += ["## Alternatives", "",
               "The best plan using a single GPU type for the same money, and the exact "
-              f"optimum of the same model. {answer.optimum_sentence(plan)}", "",
+              f"optimum of the same model. {optimum_sentence(plan)}", "",
               md_table(sections.baselines_table(plan)), ""]
     parts += ["## Assumptions and caveats", ""]
     parts += [f"- {_escape(c)}" for c in answer.caveats(plan)] + [""]

@@ -33,6 +33,7 @@ from planner.report.facts import (
     arr,
     fmt,
     gpu_types,
+    island_kinds,
     island_name,
     length,
     money,
@@ -125,12 +126,7 @@ def convergence_figure(plan: Plan) -> Figure:
 def island_groups(plan: Plan) -> list[tuple[Mapping[str, Any], int]]:
     """Identical islands (GPU, size, role, parallelism, batch) as (first island, count),
     prefill first, then colocated, decode, idle; inside a role, larger groups first."""
-    groups: dict[tuple, list[Mapping[str, Any]]] = {}
-    for isl in plan["islands"]:
-        key = (str(isl["gpu"]), int(isl["size"]), str(isl["role"]), str(isl.get("config")),
-               str(isl.get("batch")))
-        groups.setdefault(key, []).append(isl)
-    out = [(members[0], len(members)) for members in groups.values()]
+    out = [(members[0], len(members)) for members in island_kinds(plan)]
     return sorted(out, key=lambda g: (_ROLE_ORDER.index(g[0]["role"]),
                                       -g[1] * int(g[0]["size"])))
 

@@ -21,8 +21,6 @@ from planner.report.facts import (
     pct,
     prices,
     ranges_served,
-    served_span,
-    short_length,
 )
 
 Table = tuple[list[str], list[list[str]]]
@@ -65,24 +63,6 @@ def islands_table(plan: Mapping[str, Any]) -> Table:
                      ranges_served(isl, plan)])
     return (["#", "GPU", "GPUs", "role", "parallelism (tp-dp-ep)", "batch", "requests/s",
              "latency", "cost", "input lengths served"], rows)
-
-
-def islands_compact(plan: Mapping[str, Any]) -> Table:
-    """:func:`islands_table` narrowed for an 80-column terminal (no per-island cost --
-    the GPU table has it; ``ms``: a prefill island's TTFT, a decode island's TPOT)."""
-    rows = []
-    for k, isl in enumerate(plan["islands"]):
-        lat = isl.get("ttft_ms") if isl.get("ttft_ms") is not None else isl.get("tpot_ms")
-        span = served_span(isl, plan)
-        lengths = DASH
-        if span is not None:
-            lo, hi, n, contiguous = span
-            lengths = f"{short_length(lo)}–{short_length(hi)}" + \
-                ("" if contiguous else f" ({n} ranges)")
-        rows.append([str(k), f"{isl['gpu']}×{isl['size']}", str(isl["role"]),
-                     str(isl["config"] or DASH), str(isl["batch"]),
-                     fmt(isl.get("requests_per_s")), fmt(lat), lengths])
-    return ["#", "island", "role", "tp-dp-ep", "batch", "req/s", "ms", "input lengths"], rows
 
 
 def throughput_table(plan: Mapping[str, Any]) -> Table:

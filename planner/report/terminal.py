@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.report import answer, sections
+from planner.report.facts import optimum_sentence
 from planner.report.markdown import title
 
 _NUMERIC = {"used", "available", "price per GPU", "cost", "GPUs", "batch", "#", "value",
@@ -43,7 +44,7 @@ def _rich(table: sections.Table, caption: str, compact: bool = False) -> Table:
 def summary_text(plan: Mapping[str, Any]) -> Group:
     """A rich renderable: ``rich.console.Console().print(summary_text(plan))``."""
     lines = Text()
-    for label, text in [*answer.answer(plan), ("Search", answer.optimum_sentence(plan))]:
+    for label, text in [*answer.answer(plan), ("Search", optimum_sentence(plan))]:
         lines.append(f"{label}: ", style="bold")
         lines.append(text + "\n")
     return Group(Text(title(plan), style="bold underline"), lines,

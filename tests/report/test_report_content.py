@@ -12,7 +12,7 @@ from matplotlib.colors import to_rgba
 from report_fixtures import make_plan_dict
 
 from planner.report import answer, plots, sections, summary_plain
-from planner.report.facts import fmt, headline, layout_label, pct
+from planner.report.facts import fmt, layout_label, pct, search_quality
 from planner.report.html import render_html
 from planner.report.markdown import render_markdown
 
@@ -43,19 +43,19 @@ def test_terminal_summary_states_the_answer(plan):
     assert text.count("prefill") >= sum(r[1] == "prefill" for r in groups)
 
 
-def test_headline_without_comparisons_and_in_target_mode():
+def test_answer_without_comparisons_and_in_target_mode():
     plan = make_plan_dict(S=200, J=8, history=10, target=True)
     plan["summary"]["best_homogeneous"] = None
     plan["summary"]["exact"] = None
     plan["summary"]["bo_gap"] = None
-    lines = dict(headline(plan))
-    assert lines["vs. one GPU type"].startswith("not computed")
-    assert lines["Search quality"].endswith("; exact optimum not computed")
+    lines = dict(answer.answer(plan))
+    assert "Instead of one GPU type" not in lines  # nothing to compare with
+    assert search_quality(plan).endswith(": The exact optimum was not computed.")
     rate = plan["summary"]["requests_per_s"]
-    assert lines["Target"] == f"100 requests/s — {'met' if rate >= 100 else 'NOT met'}"
-    assert "budget" not in lines["Buy / rent"]
+    assert lines["Target"] == f"100 requests/s: {'met' if rate >= 100 else 'NOT met'}"
+    assert "budget" not in lines["It costs"]
     plan["summary"]["requests_per_s"] = 99.0
-    assert dict(headline(plan))["Target"].endswith("NOT met")
+    assert dict(answer.answer(plan))["Target"].endswith("NOT met")
 
 
 def test_layout_label_groups_islands_by_type():

@@ -8,60 +8,22 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import PROBE, console_lines, find_chromium, run_chromium
 from PIL import Image
 from test_whatif_fixtures import fake_result
 
 from planner.whatif import write_whatif
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-default-apps", "--disable-extensions", "--hide-scrollbars",
-         "--enable-logging=stderr", "--v=0"]
 WIDTH, HEIGHT = 1400, 5200  # the whole page of the small study
-# Appended to a copy of the page (never to the report itself): after the load event,
-# record whether each image decoded and its natural size, in the DOM and the console.
-PROBE = ('<script>window.addEventListener("load",function(){var r=[];'
-         'for(var im of document.images){r.push(im.complete+":"+im.naturalWidth+"x"'
-         '+im.naturalHeight);}document.body.setAttribute("data-probe",r.join(" "));'
-         'console.log("PROBE "+r.join(" "));});</script>')
-
-
-def _chromium() -> str:
-    path = shutil.which("chromium") or ("/usr/bin/chromium"
-                                        if Path("/usr/bin/chromium").exists() else None)
-    if path is None:
-        pytest.skip("chromium not installed: apt-get install chromium")
-    try:
-        ok = subprocess.run([path, "--version"], capture_output=True, timeout=30).returncode
-    except (OSError, subprocess.TimeoutExpired) as err:
-        pytest.skip(f"chromium at {path} does not start ({err}): apt-get install chromium")
-    if ok != 0:
-        pytest.skip(f"chromium at {path} does not start: apt-get install chromium")
-    return path
-
-
-def _run(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"chromium did not finish within 120 s: {' '.join(args)}")
-
-
-def _console(stderr: str) -> list[str]:
-    """The page's console messages (Chromium logs them as ``...:CONSOLE:<line>] ...``)."""
-    return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
 
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    return _chromium()
+    return find_chromium()
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +35,11 @@ def study(chromium, tmp_path_factory) -> Path:
 
 def test_screenshot_at_1400px_shows_the_page_and_plots(chromium, study, tmp_path):
     shot = tmp_path / "shot.png"
-    res = _run(chromium, tmp_path / "profile", f"--screenshot={shot}",
+    res = run_chromium(chromium, tmp_path / "profile", f"--screenshot={shot}",
                f"--window-size={WIDTH},{HEIGHT}", (study / "whatif.html").as_uri())
     assert res.returncode == 0, res.stderr[-2000:]
     assert shot.is_file(), res.stderr[-2000:]
-    assert _console(res.stderr) == []
+    assert console_lines(res.stderr) == []
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     assert img.shape == (HEIGHT, WIDTH, 3)
     non_white = (img < 235).any(axis=2).mean()
@@ -96,7 +58,7 @@ def test_dom_has_every_plot_decoded(chromium, study, tmp_path):
     alone.mkdir()
     page = (study / "whatif.html").read_text()
     (alone / "whatif.html").write_text(page.replace("</body>", PROBE + "</body>"))
-    res = _run(chromium, tmp_path / "profile", "--dump-dom", "--virtual-time-budget=10000",
+    res = run_chromium(chromium, tmp_path / "profile", "--dump-dom", "--virtual-time-budget=10000",
                (alone / "whatif.html").as_uri())
     assert res.returncode == 0, res.stderr[-2000:]
     dom = res.stdout
@@ -115,5 +77,5 @@ def test_dom_has_every_plot_decoded(chromium, study, tmp_path):
         assert complete == "true" and w > 0 and h > 0, item
         seen.add((w, h))
     assert seen == sizes
-    others = [ln for ln in _console(res.stderr) if '"PROBE ' not in ln]
+    others = [ln for ln in console_lines(res.stderr) if '"PROBE ' not in ln]
     assert others == []
