@@ -1,6 +1,7 @@
 """Does a plan's promise hold in simulation?  Regenerates docs/plan-vs-sim.md.
 
     .venv/bin/python benchmarks/plan_vs_sim.py [--out docs/plan-vs-sim.md] [--quick]
+                                               [--workers N] [--ray-address ADDR]
 
 For each case -- the six Table 5.1 cells (seed 002: inventories a/b/c x Azure code and
 conversation at 512 $/h), the README plan, the Llama-3.1-70B / cloud-list plan of
@@ -93,19 +94,32 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _run(case: tuple) -> dict:
+    return run_case(*case)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(REPO / "docs" / "plan-vs-sim.md"))
     ap.add_argument("--quick", action="store_true", help="the README plan only")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="cases side by side on a local Ray (planner.execution)")
+    ap.add_argument("--ray-address", default=None, help="an existing Ray cluster")
     args = ap.parse_args()
+    from planner.execution import make_executor
+
     cases = [c for c in CASES if c[0] == "README plan"] if args.quick else CASES
-    rows = []
-    for case in cases:
-        row = run_case(*case)
-        rows.append(row)
+
+    def done(_: int, row: dict) -> None:
         print(f"{row['case']}: headline {row['headline']:,.1f} req/s ({row['bound']}), "
               f"sustained {row['sustained']:.3f}, SLO at 0.9x {100 * row['slo90']:.1f} %, "
               f"idle {row['idle']}, {row['seconds']:.0f} s", flush=True)
+
+    executor = make_executor(args.workers, args.ray_address)
+    try:
+        rows = executor.map(_run, cases, done=done)
+    finally:
+        executor.close()
     Path(args.out).write_text(render(rows))
     print(f"wrote {args.out}")
 

@@ -36,6 +36,24 @@ def write_bytes_atomic(path: Path | str, data: bytes) -> None:
         raise
 
 
+def check_output_file(path: Path | str, flag: str) -> None:
+    """Refuse, before any work, a file path that cannot be written: empty, a folder,
+    under a regular file, or in a folder that cannot be written (``access(2)``:
+    permissions, or a read-only file system).  Nothing is created."""
+    if not str(path).strip():
+        raise PlannerError(f"{flag}: empty path; name a file")
+    where = Path(path).absolute()
+    if where.is_dir():
+        raise PlannerError(f"{flag} {path}: is a folder, expected a file path")
+    for parent in reversed(where.parents):
+        if parent.exists() and not parent.is_dir():
+            raise PlannerError(f"{flag} {path}: {parent} is a file, not a folder")
+    existing = next(p for p in where.parents if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PlannerError(f"{flag} {path}: cannot write in {existing} (permission denied "
+                           "or a read-only file system)")
+
+
 def write_text_atomic(path: Path | str, text: str) -> None:
     """:func:`write_bytes_atomic` of ``text`` in UTF-8."""
     write_bytes_atomic(path, text.encode("utf-8"))
@@ -47,4 +65,4 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["write_bytes_atomic", "write_text_atomic"]
+__all__ = ["check_output_file", "write_bytes_atomic", "write_text_atomic"]

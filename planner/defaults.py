@@ -27,3 +27,15 @@ SLO_ATTAINMENT = 0.99
 #: would) made the code-workload plans of Table 5.1 (a) miss the TTFT ceiling even at
 #: 10 % load in simulation.
 TTFT_PASS_SHARE = 0.5
+#: Longest prompt the planner tabulates: per-length tables are (islands x lengths), so a
+#: workload declared to 4M tokens would take tens of GB; 256k covers every model shipped.
+MAX_PLAN_LEN = 262_144
+#: More ranges than this only add columns to the inner MILP (seed 002 uses 250 at most).
+MAX_RANGES = 4_096
+#: GPUs in one island: 8 NVL72 racks' worth.  Island tables are built per parallel
+#: configuration (pairs of divisors of the size), which grows without bound with it.
+MAX_ISLAND_GPUS = 4_096
+#: Seconds: a day per exact solve or what-if scenario, a safety net no run should reach.
+MAX_TIME_LIMIT = 86_400.0
+#: Latency ceilings, ms: an hour.
+MAX_LATENCY_MS = 3_600_000.0

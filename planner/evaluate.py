@@ -51,7 +51,7 @@ from perfmodel.colocated import colocated_table
 from perfmodel.engines import get_engine
 from perfmodel.island import PhaseTable
 from perfmodel.timing import kv_bytes_per_token_per_gpu
-from planner.defaults import TTFT_PASS_SHARE
+from planner.defaults import MAX_PLAN_LEN, MAX_RANGES, TTFT_PASS_SHARE
 from planner.errors import PlannerError
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
@@ -64,11 +64,6 @@ if TYPE_CHECKING:
     from planner.request import PlanRequest
 
 OBJECTIVES = ("sustained", "thesis")
-#: Longest prompt the planner tabulates: per-length tables are (islands x lengths), so a
-#: workload declared to 4M tokens would take tens of GB; 256k covers every model shipped.
-MAX_PLAN_LEN = 262_144
-#: More ranges than this only add columns to the inner MILP (seed 002 uses 250 at most).
-MAX_RANGES = 4_096
 RANGE_RATES = ("mix", "midpoint")
 
 

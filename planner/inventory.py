@@ -129,6 +129,8 @@ def _same_hardware(catalog: GPU | None, gpu: GPU) -> bool:
 #: a million dollars is a unit mistake, and would overflow "how many does the budget buy".
 MAX_COUNT = 1_000_000
 MIN_PRICE, MAX_PRICE = 1e-6, 1e6
+#: $/h: every GPU an inventory can list -- the most any budget can buy.
+MAX_BUDGET = MAX_COUNT * MAX_PRICE
 
 
 def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False,

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from planner.errors import NoPlanError, PlannerError
 from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.execution import Executor
 from planner.feasibility import unmet_slo
 from planner.inner import make_inner_solver, needs_context
 from planner.inner.evaluator import Evaluation, evaluate, pipeline_evaluation
@@ -209,7 +210,8 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     for phase in ("prefill", "decode"):
         options = []
         for e in req.inventory.entries:
-            g = _smallest_serving(ev, e.name, e.min_island, e.count, phase)
+            g = _smallest_serving(ev, e.name, e.min_island,
+                                  min(e.count, FOOTPRINT_SEARCH), phase)
             if g is not None:
                 options.append((g * e.price_per_hour, f"{g} x {e.name}"))
         if not options:
@@ -224,7 +226,7 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     need = cheapest["prefill"][0] + cheapest["decode"][0]
     if ctx.colocated:  # or one colocated island
         for e in req.inventory.entries:
-            for g in range(max(1, e.min_island), e.count + 1):
+            for g in range(max(1, e.min_island), min(e.count, FOOTPRINT_SEARCH) + 1):
                 t = ev.colocated_table(e.name, g)
                 if t is not None and t.feasible:
                     need = min(need, g * e.price_per_hour)
@@ -352,9 +354,11 @@ def resolve_plan(plan: Plan, factors: dict[str, float]) -> Plan:
 
 
 def make_plan(req: PlanRequest, progress: StepProgress | None = None,
-              checkpoint: Path | None = None) -> Plan:
+              checkpoint: Path | None = None, executor: Executor | None = None) -> Plan:
     """Search, solve and evaluate; raises :class:`NoPlanError` (exit 1) with an
-    explanation when no layout can serve the request."""
+    explanation when no layout can serve the request.  ``executor`` scores each batch
+    of a black-box search's proposals side by side (planner.execution); the plan is
+    the serial one."""
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     ctx = PlanningContext.for_request(req)
@@ -401,7 +405,7 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
             options.setdefault("polish", 63)
     search = make_search(search_name, **options)
     found = search.search(space, objective, seed=req.seed, checkpoint=checkpoint,
-                          progress=None if progress is None else
+                          executor=executor, progress=None if progress is None else
                           (lambda d, t, _b: progress("search", d, t)))
     found.settings["chosen"] = why
     seconds["search"] = time.perf_counter() - t0

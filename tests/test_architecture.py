@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: layer, the module graph must still be acyclic (checked separately).
 LAYERS: list[tuple[str, ...]] = [
     ("perfmodel",),
-    ("planner", "planner.errors", "planner.atomic", "planner.defaults"),
+    ("planner", "planner.errors", "planner.atomic", "planner.defaults", "planner.execution"),
     ("planner.network", "planner.inventory"),
     ("planner.workload",),
     ("planner.inner",),

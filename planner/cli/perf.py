@@ -28,21 +28,16 @@ from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
 from perfmodel.decode import decode_components, mtp_yield, step_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
-from perfmodel.errors import at, check_number
 from perfmodel.kernels.library import kernels_for
 from perfmodel.parallel import ParallelConfig, enumerate_configs, validate_config
 from perfmodel.prefill import prefill_components
-from planner.atomic import write_text_atomic
+from planner.atomic import check_output_file, write_text_atomic
+from planner.cli import values
 from planner.cli.console import results_console
 from planner.defaults import DEFAULT_MODEL
 from planner.errors import PlannerError
 
 MODES = ("disagg", "agg")
-
-
-def _positive(value: float | None, flag: str) -> None:
-    if value is not None:
-        check_number(value, at(flag), gt=0)
 
 
 def _col(x: float) -> np.ndarray:
@@ -146,10 +141,13 @@ def perf(
 ) -> None:
     """Best prefill and decode configurations of one island, with their throughput and
     the TTFT and TPOT that go with it."""
-    if gpus < 1:
-        raise PlannerError(f"--gpus must be >= 1, got {gpus}")
-    if input_len < 1 or output_len < 1:
-        raise PlannerError("--input and --output must be >= 1")
+    values.number(gpus, "--gpus", integer=True, ge=1, le=values.MAX_ISLAND_GPUS)
+    values.length(input_len, "--input")
+    values.length(output_len, "--output")
+    values.number(decode_max, "--decode-max", integer=True, ge=0, le=values.MAX_PLAN_LEN)
+    values.length(max_input, "--max-input")
+    if csv_path is not None:
+        check_output_file(csv_path, "--csv")
     if not 0.0 <= hit_rate < 1.0:
         raise PlannerError(f"--hit-rate must be in [0, 1), got {hit_rate}")
     if not 0.0 <= mtp_acceptance < 1.0:
@@ -159,10 +157,12 @@ def perf(
     if mode not in MODES:
         raise PlannerError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     for value, flag in ((ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
-        _positive(value, flag)
-    spec = get_model(model).with_dtypes(weight_dtype, kv_dtype)
-    gpu_spec = get_gpu(gpu)
-    prof = get_engine(engine)
+        values.number(value, flag, gt=0, le=values.MAX_LATENCY_MS)
+    spec = values.naming("--model", get_model, model)
+    spec = values.naming("--weight-dtype", spec.with_dtypes, weight_dtype, None)
+    spec = values.naming("--kv-dtype", spec.with_dtypes, None, kv_dtype)
+    gpu_spec = values.naming("--gpu", get_gpu, gpu)
+    prof = values.naming("--engine", get_engine, engine)
     calib = Calibration(engine=prof.name, mtp_acceptance=mtp_acceptance,
                         mtp_draft_tokens=mtp_draft, fp8_attention=fp8_attention)
     configs = None

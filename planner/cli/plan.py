@@ -18,14 +18,17 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from perfmodel import SLO
+from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
+from planner.cli import values
 from planner.cli.console import results_console
-from planner.cli.progress import step_bars
+from planner.cli.progress import interrupt_on_sigterm, step_bars
 from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.errors import PlannerError
+from planner.execution import make_executor
 from planner.inner.registry import DEFAULT_INNER, INNER_SOLVERS, needs_context
 from planner.outer.registry import OUTER_SEARCHES, iterative
+from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
 SEARCHES = ("auto", *OUTER_SEARCHES)
@@ -77,7 +80,7 @@ def plan(
     search: str = typer.Option("auto", help=f"Outer search. {OUTER_SEARCHES.help(AUTO_HELP)}."),
     inner: str = typer.Option(DEFAULT_INNER, help=f"Inner solver. {INNER_SOLVERS.help()}."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
-    out: Path = typer.Option(None, help="Run folder.",
+    out: str = typer.Option(None, help="Run folder.",
                              show_default="reports/<time>-<inventory>-<workload>"),
     ranges: int = typer.Option(32, help="Number of input-length ranges (§4.6.3)."),
     iterations: int = typer.Option(None, help="BO iterations (BO searches only).",
@@ -110,23 +113,35 @@ def plan(
     resume: bool = typer.Option(False, help="Resume an interrupted search in --out."),
     engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
                                f"and behaviour the perf model uses. {ENGINES.help()}."),
+    workers: int = values.workers_option("Score each batch of a BO or random search's "
+                                         "proposals side by side"),
+    ray_address: str = values.ray_address_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
 ) -> None:
     """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
     from planner.inventory import load_inventory
     from planner.plan import PlanRequest, check_budget, make_plan
     from planner.report import summary_text, write_run
+    from planner.workload import load_workload
 
     if search not in SEARCHES:
         raise PlannerError(f"--search must be one of {', '.join(SEARCHES)}, got {search!r}")
     if objective not in ("analytic", "simulated"):
         raise PlannerError(f"--objective must be analytic or simulated, got {objective!r}")
-    for value, flag in ((budget, "--budget"), (target_rps, "--target-rps"),
-                        (ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
-        if value is not None and not value > 0:
-            raise PlannerError(f"{flag} must be > 0, got {value:g}")
+    budget = values.number(budget, "--budget", gt=0, le=values.MAX_BUDGET)
+    target_rps = values.number(target_rps, "--target-rps", gt=0, le=values.MAX_RATE)
+    for value, flag in ((ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
+        values.number(value, flag, gt=0, le=values.MAX_LATENCY_MS)
+    values.seed(seed)
+    values.number(ranges, "--ranges", integer=True, ge=1, le=values.MAX_RANGES)
+    values.number(iterations, "--iterations", integer=True, ge=1, le=values.MAX_ITERATIONS)
+    values.number(batch_size, "--batch-size", integer=True, ge=1, le=values.MAX_BATCH_SIZE)
+    values.number(exact_time_limit, "--exact-time-limit", gt=0, le=values.MAX_TIME_LIMIT)
     if resume and out is None:
         raise PlannerError("--resume needs the --out folder of the interrupted run")
+    engine = values.naming("--engine", get_engine, engine).name
+    values.naming("--model", get_model, model)
+    values.naming("--workload", load_workload, workload)
     inv = load_inventory(inventory)
     options = {k: v for k, v in (("iterations", iterations), ("batch_size", batch_size))
                if v is not None and (search == "auto" or iterative(search))}
@@ -135,35 +150,51 @@ def plan(
                       ranges=ranges, slo=SLO() if no_slo else SLO(ttft_ms, tpot_ms),
                       search_options=options,
                       compare_homogeneous=homogeneous, compare_exact=exact,
-                      exact_time_limit=exact_time_limit, engine=get_engine(engine).name,
+                      exact_time_limit=exact_time_limit, engine=engine,
                       objective=objective, colocated=colocated)
-    out = out or _default_out(inventory, workload)
-    checkpoint = out.parent / f".{out.name}.checkpoint.json"
+    run_dir = Path(out) if out is not None else _default_out(inventory, workload)
+    check_run_folder(out if out is not None else run_dir)  # a str: Path("") would be "."
+    checkpoint = run_dir.parent / f".{run_dir.name}.checkpoint.json"
+    if resume and not checkpoint.exists():
+        raise PlannerError(f"--resume: nothing to resume in {run_dir} (no {checkpoint.name} "
+                           "beside it); run without --resume")
     if checkpoint.exists() and not resume:
         checkpoint.unlink()
     console = Console(stderr=True, quiet=quiet)
     check_budget(req, str(inventory))
 
     progress, step = step_bars(console, quiet, 24)
-
+    executor = make_executor(workers, ray_address)
+    created = new_folders(checkpoint)
     try:
-        with progress:
-            result = make_plan(req, progress=step, checkpoint=checkpoint)
+        with interrupt_on_sigterm(), progress:
+            result = make_plan(req, progress=step, checkpoint=checkpoint, executor=executor)
+        if sim_check and not needs_context(inner):
+            plan_dict = _close_loop(result, seed, console, quiet)
+        else:
+            plan_dict = result.to_dict()
+        written = write_run(plan_dict, run_dir)
     except KeyboardInterrupt:
+        if not checkpoint.exists():
+            remove_new_folders(created)
+            print("interrupted: nothing saved (the search keeps a checkpoint only when it "
+                  "is iterative: --search divider, direct or random)", file=sys.stderr)
+            raise typer.Exit(130) from None
         argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
         if "--out" not in sys.argv:
-            argv += f" --out {shlex.quote(str(out))}"
+            argv += f" --out {shlex.quote(str(run_dir))}"
         print(f"interrupted: the search so far is saved in {checkpoint}; resume with\n"
               f"  planner {argv} --resume", file=sys.stderr)
         raise typer.Exit(130) from None
-    if sim_check and not needs_context(inner):
-        plan_dict = _close_loop(result, seed, console, quiet)
-    else:
-        plan_dict = result.to_dict()
-    written = write_run(plan_dict, out)
-    if checkpoint.exists():
-        checkpoint.unlink()
+    except BaseException:
+        # Not resumable (no plan, a failed write, a bug): leave nothing behind.
+        checkpoint.unlink(missing_ok=True)
+        remove_new_folders(created)
+        raise
+    finally:
+        executor.close()
+    checkpoint.unlink(missing_ok=True)
     if not quiet:
         results_console().print(summary_text(plan_dict))
-    html = next((p for p in written if p.name == "report.html"), out / "report.html")
-    print(f"run folder: {out}  (open {html})")
+    html = next((p for p in written if p.name == "report.html"), run_dir / "report.html")
+    print(f"run folder: {run_dir}  (open {html})")

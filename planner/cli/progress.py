@@ -1,9 +1,12 @@
 """Progress displays of the CLI: step bars for long commands and the simulation
-display (results go out through planner.cli.console)."""
+display (results go out through planner.cli.console); and SIGTERM read as Ctrl-C
+while long work runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import (
@@ -58,3 +61,21 @@ def sim_bars(console: Console, quiet: bool
         return update
 
     return progress, bar
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """Treat SIGTERM (``kill``, a scheduler's timeout) like Ctrl-C while the search
+    runs: the checkpoint is kept and the resume command printed."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (a test runner's worker): leave it be
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -23,7 +23,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from perfmodel.engines import ENGINES
+from perfmodel.engines import ENGINES, get_engine
+from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import sim_bars
 from planner.errors import PlannerError
@@ -72,11 +73,23 @@ def simulate(
     """Simulate the plan in RUN_DIR and write latency metrics and plots beside it."""
     from planner.inner.registry import needs_context
     from planner.report import load_plan, render_report
-    from planner.sim.results import write_simulation
+    from planner.sim.arrivals import parse_rate
+    from planner.sim.results import simulation_files
     from planner.sim.run import SimSettings, parse_warmup, pipeline_settings, run_plan
+    from planner.workload import load_workload
 
-    warmup_s, fraction = parse_warmup(warmup)
-    plan = load_plan(run_dir / "plan.json")
+    values.seed(seed)
+    values.number(requests, "-n/--requests", integer=True, ge=1, le=values.MAX_SIM_REQUESTS)
+    for value, flag in ((ttft_slo, "--ttft-slo"), (tpot_slo, "--tpot-slo")):
+        values.number(value, flag, gt=0, le=values.MAX_LATENCY_MS / 1000)
+    warmup_s, fraction = values.naming("--warmup", parse_warmup, warmup)
+    values.naming("--rate", parse_rate, rate, 1.0)  # its form; "0.8x" needs the plan
+    if engine is not None:
+        engine = values.naming("--engine", get_engine, engine).name
+    if workload is not None:
+        values.naming("--workload", load_workload, workload)
+    plan_path = run_dir / "plan.json"
+    plan = load_plan(plan_path)
     names = [r.strip() for r in router.split(",") if r.strip()]
     if not names:
         raise PlannerError("--router: no router named")
@@ -96,7 +109,10 @@ def simulate(
             if needs_context(inner):  # "range" means JFFC on a pipeline plan
                 settings = pipeline_settings(settings, inner)
             name = settings.router
-            run = run_plan(plan, settings, progress=bar(name))
+            # The simulator checks the plan it is given by field ("plan.islands[3]
+            # ..."); here that plan is a file, which the message should name.
+            run = values.naming(str(plan_path), run_plan, plan, settings,
+                                progress=bar(name))
             runs.append(run)
             for warning in run.warnings:
                 console.print(f"warning: {name}: {warning}", soft_wrap=True, markup=False,
@@ -107,8 +123,8 @@ def simulate(
                               f"{run.result.wall_s:.1f} s wall "
                               f"({run.requests_simulated / wall:,.0f} simulated requests/s)",
                               highlight=False)
-    written = write_simulation(run_dir, runs)
-    written += render_report(run_dir)
+    sim_files, records = simulation_files(run_dir, runs)
+    written = render_report(run_dir, sim_files, records)
     out = results_console()
     if not quiet:
         out.print(_table(runs))

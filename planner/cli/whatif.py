@@ -12,6 +12,8 @@ tables and the marginal-value answer.
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +25,12 @@ from rich.table import Table
 from rich.text import Text
 
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES
+from planner.cli import values
 from planner.cli.console import results_console
+from planner.cli.progress import interrupt_on_sigterm
+from planner.errors import PlannerError
+from planner.execution import make_executor
+from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
 _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",
             "factor", "gain, requests/s", "per extra $/h"}
@@ -34,11 +41,17 @@ def _default_out(spec) -> Path:
     return Path("reports") / f"{stamp}-whatif-{Path(spec.inventory.name).stem}"
 
 
+def _argv_with_out(study: Path) -> list[str]:
+    """This command line, with ``--out`` made explicit (a resume needs the folder)."""
+    argv = [a for a in sys.argv[1:] if a != "--resume"]
+    return argv if "--out" in argv else [*argv, "--out", str(study)]
+
+
 def scenario_progress(console: Console, quiet: bool
                       ) -> tuple[Progress, Callable[[int, int, str], None]]:
     """A one-line display on ``console``: "scenario k of n: <label>", a bar and the time
     taken; disabled with ``quiet`` or when the console is not a terminal.  The callback
-    is run_whatif's ``progress`` (called before each solve)."""
+    is run_whatif's ``progress`` (called as each scenario is settled)."""
     progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24),
                         TimeElapsedColumn(), console=console, transient=True,
                         disable=quiet or not console.is_terminal)
@@ -46,8 +59,8 @@ def scenario_progress(console: Console, quiet: bool
 
     def step(k: int, n: int, label: str) -> None:
         short = label if len(label) <= 60 else label[:59] + "…"
-        progress.update(task, description=f"scenario {k} of {n}: {short}",
-                        completed=k - 1, total=n)
+        progress.update(task, description=f"scenario {k} of {n} done: {short}",
+                        completed=k, total=n)
         progress.refresh()
 
     return progress, step
@@ -88,15 +101,20 @@ def whatif(
     time_limit: float = typer.Option(None, help="Seconds per scenario MILP (default 60)."),
     ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling, ms."),
     tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling, ms."),
-    out: Path = typer.Option(None, help="Study folder (default reports/<time>-whatif-"
+    out: str = typer.Option(None, help="Study folder (default reports/<time>-whatif-"
                              "<inventory>)."),
     engine: str = typer.Option(None, help="Serving engine of the perf model: "
                                f"{', '.join(ENGINES)} (default {DEFAULT_ENGINE})."),
+    workers: int = values.workers_option("Solve the scenarios side by side"),
+    ray_address: str = values.ray_address_option(),
+    resume: bool = typer.Option(False, help="Keep the scenarios an interrupted run of this "
+                                "study (same --out) finished; solve only the rest."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display or tables."),
 ) -> None:
     """Procurement what-if: budget/price sweeps, add/remove a type, workload shifts,
     homogeneous vs heterogeneous, Pareto front and the marginal value of X $/h."""
     from planner.whatif import Flags, load_spec, run_whatif, write_whatif
+    from planner.whatif.cells import CellStore, cells_folder
     from planner.whatif.tables import notes, tables
 
     flags = Flags(inventory=inventory, model=model, workload=workload, budget=budget,
@@ -107,22 +125,41 @@ def whatif(
                   time_limit=time_limit, max_island=max_island, ttft_ms=ttft_ms,
                   tpot_ms=tpot_ms, engine=engine)
     spec = load_spec(spec_file, flags)
-    out = out or _default_out(spec)
-    if out.exists() and not out.is_dir():
-        from planner.errors import PlannerError
-
-        raise PlannerError(f"--out {out}: exists and is not a folder")
+    study = Path(out) if out is not None else _default_out(spec)
+    check_run_folder(out if out is not None else study,  # a str: Path("") would be "."
+                     "--out", run_file="whatif.json")
+    if resume and out is None:
+        raise PlannerError("--resume needs the --out folder of the interrupted study")
+    executor = make_executor(workers, ray_address)
     console = Console(stderr=True, quiet=quiet)
     console.print(f"what-if: exact MILP per scenario, {spec.engine} perf model, "
                   f"{spec.ranges} length ranges"
                   + (" (what-if default; `planner plan` uses 32)" if ranges is None else "")
                   + f", islands of at most {spec.solver.max_island} GPUs, "
-                  f"{spec.availability} availability")
+                  f"{spec.availability} availability"
+                  + (f", on {executor.workers} Ray workers" if executor.name == "ray" else ""))
     progress, step = scenario_progress(console, quiet)
-
-    with progress:
-        result = run_whatif(spec, progress=step)
-    written = write_whatif(result, out)
+    created = new_folders(cells_folder(study))
+    cells = CellStore(study, spec.to_dict(), resume=resume)
+    try:
+        with interrupt_on_sigterm(), progress:
+            result = run_whatif(spec, progress=step, executor=executor, cells=cells)
+        written = write_whatif(result, study)
+    except KeyboardInterrupt:
+        print(f"interrupted: the {cells.saved} scenarios solved so far are saved in "
+              f"{cells.folder}; resume with\n  planner "
+              + " ".join(shlex.quote(a) for a in _argv_with_out(study)) + " --resume",
+              file=sys.stderr)
+        raise typer.Exit(130) from None
+    except BaseException:
+        cells.discard()
+        remove_new_folders(created)
+        raise
+    finally:
+        executor.close()
+    cells.discard()
+    if resume and not quiet:
+        console.print(f"resumed: {cells.resumed} scenarios from the interrupted run")
     if not quiet:
         term = results_console()
         for title, header, body in tables(result):
@@ -137,5 +174,5 @@ def whatif(
             term.print(n, style="dim", markup=False)
         if result.marginal is not None:
             term.print(Text.assemble(("Marginal value: ", "bold"), result.marginal.sentence))
-    page = next((p for p in written if p.name == "whatif.html"), out / "whatif.html")
-    print(f"what-if folder: {out}  (open {page})")
+    page = next((p for p in written if p.name == "whatif.html"), study / "whatif.html")
+    print(f"what-if folder: {study}  (open {page})")

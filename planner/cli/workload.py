@@ -9,9 +9,12 @@ from typing import Annotated
 
 import typer
 
+from planner.atomic import check_output_file
+from planner.cli import values
 from planner.errors import PlannerError
 from planner.workload import fit_trace, list_workloads, load_workload, workload_summary
-from planner.workload.loaders import COLUMN_ROLES, TRACE_FORMATS
+from planner.workload.families import MAX_SUPPORTED_LEN
+from planner.workload.loaders import COLUMN_ROLES, TIME_UNITS, TRACE_FORMATS
 from planner.workload.yaml_io import write_workload
 
 app = typer.Typer(help="Inspect, list and fit workloads (input/output length distributions).",
@@ -65,6 +68,9 @@ def show(
 
     if out is not None and out.suffix.lower() != ".png":
         raise PlannerError(f"--out {out}: expected a .png file")
+    values.number(max_len, "--max-len", integer=True, ge=1, le=MAX_SUPPORTED_LEN)
+    if out is not None and not no_plot:
+        check_output_file(out, "--out")
     w = load_workload(name, max_len=max_len)
     summary = workload_summary(w)
     png = None
@@ -146,8 +152,16 @@ def fit(
     """Build a workload YAML file from a request trace."""
     if out.suffix not in (".yaml", ".yml"):
         raise PlannerError(f"--out {out}: expected a .yaml file")
-    if block_size < 1:
-        raise PlannerError(f"--block-size must be >= 1, got {block_size}")
+    values.number(block_size, "--block-size", integer=True, ge=1, le=MAX_SUPPORTED_LEN)
+    values.number(max_len, "--max-len", integer=True, ge=1, le=MAX_SUPPORTED_LEN)
+    values.number(bin_width, "--bin-width", integer=True, ge=1, le=MAX_SUPPORTED_LEN)
+    check_output_file(out, "--out")
+    if fmt not in TRACE_FORMATS:
+        raise PlannerError(f"--format: unknown trace format {fmt!r}; known formats: "
+                           f"{', '.join(TRACE_FORMATS)}")
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        raise PlannerError(f"--time-unit: unknown time unit {time_unit!r}; use one of "
+                           f"{', '.join(TIME_UNITS)}")
     workload, report = fit_trace(
         trace, fmt, name=name or out.stem, max_len=max_len, columns=parse_columns(columns),
         time_unit=time_unit, bin_width=bin_width, block_size=block_size)

@@ -30,22 +30,27 @@ Two additions to the thesis's loop, on by default and off for its reproduction
   moves (:mod:`planner.outer.polish`) that the divider's two parameters per type cannot
   express.
 
-Every batch ends with a checkpoint (Ax's JSON snapshot plus the history) when a path
-is given; an interruption (Ctrl-C included) saves what has been evaluated and
-re-raises; a later call with the same path resumes — trials already evaluated are not
-re-run, a batch cut short is finished, and the remaining batches are generated exactly
-as an uninterrupted run would have generated them.
+Every evaluation and every new batch ends with a checkpoint (Ax's JSON snapshot plus
+the history; ~4 ms) when a path is given, so even a SIGKILL loses at most the
+evaluation in flight; an interruption (Ctrl-C included) saves what has been evaluated
+and re-raises; a later call with the same path resumes -- trials already evaluated are
+not re-run, a batch cut short is finished, the remaining batches are generated exactly
+as an uninterrupted run would have generated them, and a warm start or polish cut
+short replays its saved evaluations and goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import warnings
 from pathlib import Path
 from typing import Any
 
+from perfmodel.errors import at, check_number
 from planner.errors import PlannerError
+from planner.execution import Executor
 from planner.outer.checkpoint import load_checkpoint, save_checkpoint
 from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding, Params
 from planner.outer.exact import ExactSearch
@@ -116,8 +121,8 @@ class _BayesianSearch:
 
     # ------------------------------------------------------------ the loop
     def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
-               progress: Progress | None = None,
-               checkpoint: Path | None = None) -> SearchResult:
+               progress: Progress | None = None, checkpoint: Path | None = None,
+               executor: Executor | None = None) -> SearchResult:
         seed = check_seed(seed)
         enc = self.encoding(space)
         settings = {**self.settings(), **enc.settings()}
@@ -126,8 +131,9 @@ class _BayesianSearch:
         planned = self.sobol_trials + self.iterations * self.batch_size + self.polish
         tracker = Tracker(space, objective, planned=planned, progress=progress)
         doc = load_checkpoint(checkpoint, fingerprint=fingerprint) if checkpoint else None
+        batches, loop_end = (0, None) if doc is None else _resume_point(doc, checkpoint)
         if doc is not None:
-            tracker.restore(doc["tracker"])
+            tracker.restore(doc["tracker"], replay_after=loop_end)
 
         if not enc.params:  # a single-point space: nothing to search
             if not tracker.history:
@@ -141,38 +147,63 @@ class _BayesianSearch:
         bo = BOSettings(**self._bo)
         with quiet(bo.torch_threads):
             if doc is not None:
-                exact = {h.index: Score(h.value, h.cost, h.feasible) for h in tracker.history}
+                exact = {h.index: Score(h.value, h.cost, h.feasible)
+                         for h in tracker.history[:loop_end]}
                 driver = AxDriver.from_snapshot(doc["state"]["ax"], space, bo, seed, exact)
-                batches = int(doc["state"]["batches"])
             else:
                 driver = AxDriver.new(enc, space, bo, seed)
-                batches = 0
 
             done: dict[int, Score] = {}  # evaluated, not yet reported to Ax
+            # Ax's last snapshot as JSON text and the batch count that goes with it.
+            # Taking one costs ~0.4 s, so it is retaken only when Ax's data changed,
+            # and never after the loop (the warm start and polish do not touch Ax).
+            snap: dict[str, Any] = {
+                "ax": json.dumps(doc["state"]["ax"] if doc else driver.snapshot()),
+                "batches": batches, "trials": driver.n_trials()}
+            frozen = False
 
-            def flush() -> None:
-                driver.complete(done)
-                done.clear()
-
-            def save() -> None:
-                flush()
+            def save(flush: bool = True) -> None:
+                """After every evaluation (``flush=False``) and at batch boundaries: a
+                SIGKILL loses at most the evaluation in flight.  Ax hears of scores
+                and is snapshotted only at batch boundaries (per evaluation it made
+                the search 5x slower), so an evaluation saved in between is in the
+                history only; a resumed run regenerates the same trials after the
+                snapshot (a batch is a pure function of data, seed and batch index)
+                and takes their scores from the history (``run``)."""
+                if flush and not frozen:
+                    changed = bool(done) or driver.n_trials() != snap["trials"]
+                    driver.complete(done)
+                    done.clear()
+                    if changed:
+                        snap.update(ax=json.dumps(driver.snapshot()), batches=batches,
+                                    trials=driver.n_trials())
                 if checkpoint is not None:
                     save_checkpoint(checkpoint, fingerprint=fingerprint,
                                     tracker=tracker.state(),
-                                    state={"ax": driver.snapshot(), "batches": batches})
+                                    state={"batches": snap["batches"], "loop_end": loop_end},
+                                    encoded={"ax": snap["ax"]})
 
             def run(index: int, params: dict, phase: str) -> None:
+                if index < len(tracker.history):  # evaluated before an interruption
+                    h = tracker.history[index]
+                    if h.layout != enc.decode(params):
+                        raise PlannerError(f"{checkpoint}: checkpoint field 'tracker."
+                                           f"history[{index}].layout' does not match "
+                                           f"Ax trial {index}; the file is corrupt")
+                    done[index] = Score(h.value, h.cost, h.feasible)
+                    return
                 done[index] = tracker.evaluate(enc.decode(params), phase)
+                save(flush=False)
 
             try:
                 for index, params in driver.running().items():  # cut short last time
                     run(index, params, "sobol" if index < self.sobol_trials else "bo")
+                save()
                 warm: list[Params] | Layout  # Sobol points here, the LP layout below
                 warm = enc.sample(self.sobol_trials, seed=seed, quasi=True)
+                tracker.prefetch((enc.decode(p) for p in warm[driver.n_trials():]), executor)
                 for j in range(driver.n_trials(), self.sobol_trials):
                     run(driver.attach(warm[j]), warm[j], "sobol")
-                    if (j + 1) % self.batch_size == 0:
-                        save()
                 save()
                 while batches < self.iterations:
                     phase = "bo"
@@ -186,25 +217,51 @@ class _BayesianSearch:
                         trials = {driver.attach(p): p for p in enc.sample(
                             self.batch_size, seed=seed * 7919 + batches, quasi=False)}
                     batches += 1
+                    tracker.prefetch((enc.decode(p) for p in trials.values()), executor)
                     for index, params in trials.items():
                         run(index, params, phase)
                     save()
+                if loop_end is None:
+                    loop_end = len(tracker.history)
+                    save()
+                frozen = True
+                tracker.after_each = save  # the trials are all in Ax: no more `done`
+                # The warm start is evaluated after the BO batches, not before, so that
+                # history index and Ax trial index stay one (what a resumed checkpoint
+                # relies on); the surrogate does not see it either way (it is not a
+                # point of the encoding).  Both it and the polish are deterministic
+                # given the loop's history, so a resumed run replays their saved
+                # evaluations (Tracker.restore's replay_after).
+                warm = _warm_layout(space, objective) if self.warm_start else ()
+                if warm:
+                    tracker.evaluate(warm, "warm")
+                if self.polish:
+                    start = tracker.best_layout or warm
+                    if start:
+                        polish(tracker, start, space, self.polish)
             except BaseException:
                 with contextlib.suppress(Exception):  # keep the original error
                     save()
                 raise
-        # The warm start is evaluated after the BO batches, not before, so that history
-        # index and Ax trial index stay one (what a resumed checkpoint relies on); the
-        # surrogate does not see it either way (it is not a point of the encoding).
-        warm = _warm_layout(space, objective) if self.warm_start else ()
-        if warm:
-            tracker.evaluate(warm, "warm")
-        if self.polish:
-
-            start = tracker.best_layout or warm
-            if start:
-                polish(tracker, start, space, self.polish)
+            finally:
+                tracker.after_each = None
         return tracker.result(self.name, settings)
+
+
+def _resume_point(doc: dict, path: Path | None) -> tuple[int, int | None]:
+    """The saved batch count and the history length at the end of the BO loop (None:
+    the run stopped inside it), checked like the tracker (planner.outer.checkpoint)."""
+    state = doc["state"]
+    if not isinstance(state, dict) or not isinstance(state.get("ax"), dict):
+        raise PlannerError(f"{path}: checkpoint field 'state.ax' must be an object")
+    n_history = len(doc["tracker"]["history"])
+    batches = check_number(state.get("batches"), at(f"{path}: checkpoint field "
+                                                    "'state.batches'"), integer=True, ge=0)
+    loop_end = state.get("loop_end")
+    if loop_end is not None:
+        loop_end = check_number(loop_end, at(f"{path}: checkpoint field 'state.loop_end'"),
+                                integer=True, ge=0, le=n_history)
+    return batches, loop_end
 
 
 def _warm_layout(space: SearchSpace, objective: LayoutObjective) -> Layout:

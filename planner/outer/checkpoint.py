@@ -36,10 +36,17 @@ def normalise(obj: Any) -> Any:
     return json.loads(json.dumps(obj))
 
 
-def save_checkpoint(path: Path, *, fingerprint: dict, tracker: dict, state: dict) -> None:
-    doc = {"format": FORMAT, "version": VERSION, "fingerprint": normalise(fingerprint),
-           "tracker": tracker, "state": state}
-    write_text_atomic(path, json.dumps(doc))
+def save_checkpoint(path: Path, *, fingerprint: dict, tracker: dict, state: dict,
+                    encoded: dict[str, str] | None = None) -> None:
+    """Write the document atomically.  ``encoded``: entries of ``state`` already
+    encoded as JSON text -- a search saving after every evaluation encodes its large,
+    rarely changing state (Ax's snapshot, ~1 MB) once per change, not once per save."""
+    items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in state.items()]
+    items += [f"{json.dumps(k)}: {text}" for k, text in (encoded or {}).items()]
+    write_text_atomic(path, "{" + ", ".join((
+        f'"format": {json.dumps(FORMAT)}', f'"version": {VERSION}',
+        f'"fingerprint": {json.dumps(normalise(fingerprint))}',
+        f'"tracker": {json.dumps(tracker)}', '"state": {' + ", ".join(items) + "}")) + "}")
 
 
 def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:

@@ -377,7 +377,8 @@ class ExactSearch:
         return res.layout or lp.layout
 
     def search(self, space: SearchSpace, objective, *, seed: int = 0, progress=None,
-               checkpoint=None):
+               checkpoint=None, executor=None):
+        # One MILP: nothing to checkpoint or to spread over workers.
 
         t0 = time.perf_counter()
         res = self.solve(space, objective, progress)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
+from planner.execution import Executor
 
 Island = tuple[str, int]  # (GPU type name, island size in GPUs)
 Layout = tuple[Island, ...]  # canonical: sorted, islands of size 0 dropped
@@ -159,12 +160,21 @@ class SearchSpace:
     def from_inventory(cls, inventory: Any, *, budget: float | None = None,
                        target_rps: float | None = None) -> SearchSpace:
         """From a :class:`planner.inventory.Inventory` (entries with name, count,
-        price_per_hour, min_island)."""
-        # a type with nothing available cannot appear in any layout
-        return cls(types=tuple(TypeSupply(e.name, int(e.count), float(e.price_per_hour),
-                                          int(e.min_island))
-                               for e in inventory.entries if e.count > 0),
-                   budget=budget, target_rps=target_rps)
+        price_per_hour, min_island).
+
+        Under a budget a type's supply is what the budget buys of it, if that is less
+        than the inventory lists: no layout can use more, and the searches size their
+        parameters by the supply -- 1,000,000 H200 at 512 $/h would otherwise leave
+        the divider's n_t almost nowhere feasible (7 of 256 samples measured)."""
+        types = []
+        for e in inventory.entries:
+            count = int(e.count)
+            if budget is not None and e.price_per_hour > 0:
+                count = min(count, affordable(budget, float(e.price_per_hour)))
+            if count > 0:  # a type with nothing available cannot appear in any layout
+                types.append(TypeSupply(e.name, count, float(e.price_per_hour),
+                                        int(e.min_island)))
+        return cls(types=tuple(types), budget=budget, target_rps=target_rps)
 
     @property
     def prices(self) -> dict[str, float]:
@@ -331,5 +341,8 @@ class OuterSearch(Protocol):
     name: str
 
     def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
-               progress: Progress | None = None,
-               checkpoint: Path | None = None) -> SearchResult: ...
+               progress: Progress | None = None, checkpoint: Path | None = None,
+               executor: Executor | None = None) -> SearchResult:
+        """``executor`` (planner.execution) may score a batch's proposals side by side;
+        the result must be the serial one."""
+        ...

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import PlannerError
+from planner.execution import Executor
 from planner.outer.checkpoint import load_checkpoint, save_checkpoint
 from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding
 from planner.outer.protocol import BLACK_BOX, LayoutObjective, Progress, SearchResult, SearchSpace
@@ -32,8 +33,7 @@ class RandomSearch:
 
     def __init__(self, evaluations: int = 256, encoding: str = "divider", *,
                  quasi: bool = False, skew_range: float = 5.0, min_island: int | None = 2,
-                 max_islands_per_type: int | None = None, slots: int = 16,
-                 save_every: int = 16) -> None:
+                 max_islands_per_type: int | None = None, slots: int = 16) -> None:
         if evaluations < 1:
             raise PlannerError("random: evaluations must be >= 1")
         if encoding not in ENCODINGS:
@@ -46,7 +46,6 @@ class RandomSearch:
         self.min_island = min_island
         self.max_islands_per_type = max_islands_per_type
         self.slots = slots
-        self.save_every = max(1, int(save_every))
 
     def encoding(self, space: SearchSpace) -> Encoding:
         if self.encoding_name == "divider":
@@ -59,8 +58,8 @@ class RandomSearch:
         return {"evaluations": self.evaluations, "quasi": self.quasi}
 
     def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
-               progress: Progress | None = None,
-               checkpoint: Path | None = None) -> SearchResult:
+               progress: Progress | None = None, checkpoint: Path | None = None,
+               executor: Executor | None = None) -> SearchResult:
         seed = check_seed(seed)
         enc = self.encoding(space)
         settings = {**self.settings(), **enc.settings()}
@@ -71,20 +70,23 @@ class RandomSearch:
         if doc is not None:
             tracker.restore(doc["tracker"])
 
-        def save() -> None:
+        def save() -> None:  # after every evaluation: SIGKILL loses at most one
             if checkpoint is not None:
                 save_checkpoint(checkpoint, fingerprint=fingerprint, tracker=tracker.state(),
                                 state={})
 
         points = enc.sample(self.evaluations, seed=seed, quasi=self.quasi)
+        tracker.after_each = save
         try:
+            chunk = max(1, 4 * (executor.workers if executor is not None else 1))
             for j in range(len(tracker.history), self.evaluations):
+                if (j - len(tracker.history)) % chunk == 0:  # a few per worker at a time
+                    tracker.prefetch((enc.decode(p) for p in points[j:j + chunk]), executor)
                 tracker.evaluate(enc.decode(points[j]), "random")
-                if (j + 1) % self.save_every == 0:
-                    save()
-            save()
         except BaseException:
             with contextlib.suppress(Exception):  # keep the original error
                 save()
             raise
+        finally:
+            tracker.after_each = None
         return tracker.result(self.name, settings)

@@ -79,14 +79,18 @@ def write_run(plan_dict: Mapping[str, Any], run_dir: Path) -> list[Path]:
     return files.publish(rendered, run_dir)
 
 
-def render_report(run_dir: Path) -> list[Path]:
+def render_report(run_dir: Path, extra: Mapping[str, bytes] | None = None,
+                  sims: list[dict[str, Any]] | None = None) -> list[Path]:
     """Redraw every table, plot and page of ``run_dir`` from its plan.json (not
     re-solving); returns the paths written.  A missing folder or plan.json, invalid
     JSON, or an unknown/missing ``schema_version`` is a one-line :class:`PlannerError`
-    naming the file and field."""
+    naming the file and field.  ``extra`` files (a simulation's) are published in the
+    same step, with ``sims`` the simulation index records the report should show
+    (default: the folder's simulation.json)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise PlannerError(f"{run_dir}: " + ("is not a folder" if run_dir.exists()
                                              else "no such run folder"))
     plan = load_plan(run_dir / PLAN_FILE)
-    return files.publish(_render(plan, _simulations(run_dir)), run_dir)
+    rendered = _render(plan, _simulations(run_dir) if sims is None else sims)
+    return files.publish({**(extra or {}), **rendered}, run_dir)

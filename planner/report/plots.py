@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -320,5 +321,11 @@ FIGURES: dict[str, tuple[Callable[[Plan], Figure], str, str]] = {
 
 
 def render_pngs(plan: Plan) -> dict[str, bytes]:
-    """File name -> PNG bytes for every figure in :data:`FIGURES`."""
-    return {name: png_bytes(make(plan)) for name, (make, _t, _c) in FIGURES.items()}
+    """File name -> PNG bytes for every figure in :data:`FIGURES`.
+
+    Overflow warnings are silenced: a plan.json edited to absurd (but finite, checked)
+    figures draws absurd axes, which is the honest picture, not a reason to print
+    numpy's warnings under ``planner report``."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {name: png_bytes(make(plan)) for name, (make, _t, _c) in FIGURES.items()}

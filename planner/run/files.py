@@ -17,6 +17,7 @@ and leaves the run folder as it was.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -73,3 +74,46 @@ def publish(files: Mapping[str, bytes], run_dir: Path) -> list[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_run_folder(run_dir: Path | str, flag: str = "--out", run_file: str = LAST) -> None:
+    """Refuse, before any work, a run folder that :func:`publish` could not write or
+    should not write into: a path under a regular file, an existing file, a folder
+    that holds files but no ``run_file`` (plan.json; whatif.json for a study) --
+    ``--out ''`` or ``--out .`` in a project would scatter a dozen files among the
+    user's own -- or a nearest existing folder that cannot be written (``access(2)``:
+    permissions, or a read-only file system).  Nothing is created: a refused run
+    leaves no trace."""
+    if not str(run_dir).strip():
+        raise PlannerError(f"{flag}: empty path; name a run folder")
+    run_dir = Path(run_dir)
+    where = run_dir.absolute()
+    for parent in reversed(where.parents):
+        if parent.exists() and not parent.is_dir():
+            raise PlannerError(f"{flag} {run_dir}: {parent} is a file, not a folder")
+    if where.exists():
+        if not where.is_dir():
+            raise PlannerError(f"{flag} {run_dir}: exists and is not a folder")
+        if any(where.iterdir()) and not (where / run_file).is_file():
+            raise PlannerError(f"{flag} {run_dir}: folder holds files but no {run_file}, so "
+                               "it is not a run folder; choose a new or empty folder")
+    existing = next(p for p in (where, *where.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PlannerError(f"{flag} {run_dir}: cannot write in {existing} (permission "
+                           "denied or a read-only file system)")
+
+
+def new_folders(path: Path) -> list[Path]:
+    """The folders above ``path`` that do not exist yet, deepest first: what
+    ``mkdir(parents=True)`` would create, so a failed run can remove them again."""
+    return [p for p in Path(path).absolute().parents if not p.exists()]
+
+
+def remove_new_folders(folders: list[Path]) -> None:
+    """Remove the folders :func:`new_folders` listed, if they are still empty."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+__all__ = ["LAST", "check_run_folder", "new_folders", "publish", "remove_new_folders"]

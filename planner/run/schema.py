@@ -104,7 +104,18 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
         raise _fail(source, "request.inventory.gpus", "must be a list")
     inventory_from_dict(dict(inv), f"{source}: request.inventory")  # values, one line
     known_gpus = {str(g.get("type")).lower() for g in inv["gpus"] if isinstance(g, Mapping)}
-    pipeline = needs_context(str(plan["request"].get("inner")))
+    request = plan["request"]
+    for key in ("model", "workload", "search", "inner", "engine", "objective", "colocated"):
+        if request.get(key) is not None and not isinstance(request[key], str):
+            raise _fail(source, f"request.{key}", f"must be a name, got {request[key]!r}")
+    for key in ("budget", "target_rps"):
+        if request.get(key) is not None:
+            check_number(request[key], _at(source, f"request.{key}"), gt=0, le=MAX_FIGURE)
+    for key in ("seed", "ranges"):
+        if request.get(key) is not None:
+            check_number(request[key], _at(source, f"request.{key}"), integer=True, ge=0,
+                         le=2**32)
+    pipeline = needs_context(str(request.get("inner")))
     for i, isl in enumerate(plan["islands"]):
         where = f"islands[{i}]"
         if not isinstance(isl, Mapping):
@@ -134,6 +145,13 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
     for key in ("exact", "best_homogeneous", "closed_loop", "latency_ms", "network"):
         if summary.get(key) is not None and not isinstance(summary[key], Mapping):
             raise _fail(source, f"summary.{key}", "must be an object or null")
+    for tier, load in (summary.get("network") or {}).items():  # KV traffic per tier
+        where = f"summary.network.{tier}"
+        if not isinstance(load, Mapping):
+            raise _fail(source, where, "must be an object")
+        for key in ("bytes_per_s", "peak_utilisation"):
+            if load.get(key) is not None:
+                check_number(load[key], _at(source, f"{where}.{key}"), ge=0, le=MAX_FIGURE)
     for key in ("gpus_used", "gpus_available"):
         counts = summary.get(key, {})
         if not isinstance(counts, Mapping):

@@ -34,11 +34,18 @@ from planner.sim.protocol import SimRequest
 from planner.workload.loaders import iter_trace
 from planner.workload.model import Workload
 
+#: Requests/s a simulation accepts: one a week at least (slower would put the arrivals
+#: past any horizon the clock can resolve), and beyond any fleet a budget buys at most.
+MIN_RATE, MAX_RATE = 1e-6, 1e9
+
 
 def _check_rate(rate: float, what: str = "rate") -> float:
     rate = float(rate)
     if not math.isfinite(rate) or rate <= 0:
         raise PlannerError(f"{what} must be a positive number of requests/s, got {rate!r}")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise PlannerError(f"{what} must be between {MIN_RATE:g} and {MAX_RATE:g} "
+                           f"requests/s, got {rate:g}")
     return rate
 
 

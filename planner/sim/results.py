@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from planner.run.files import publish
 from planner.run.simulations import FOLDER, INDEX, load_index
 from planner.sim.metrics import CSV_FIELDS, to_csv_rows
 from planner.sim.metrics import _columns as request_columns
@@ -65,8 +64,12 @@ def requests_csv(result: SimResult) -> str:
     return buf.getvalue()
 
 
-def write_simulation(run_dir: Path, runs: Sequence[Any]) -> list[Path]:
-    """Write the runs (``planner.sim.run.SimRun``) into ``run_dir``; returns the paths."""
+def simulation_files(run_dir: Path, runs: Sequence[Any]
+                     ) -> tuple[dict[str, bytes], list[dict[str, Any]]]:
+    """The files the runs (``planner.sim.run.SimRun``) add to ``run_dir`` -- one
+    folder per run and the updated simulation.json -- and the index's records, in
+    memory: the caller publishes them with the re-rendered report in one step
+    (planner.run.files.publish), so a failure leaves the folder as it was."""
     from planner.sim import plots
 
     run_dir = Path(run_dir)
@@ -82,7 +85,7 @@ def write_simulation(run_dir: Path, runs: Sequence[Any]) -> list[Path]:
             files[f"{sub}/{name}"] = png
     ordered = sorted(records.values(), key=lambda r: (r["offered_rps"], r["tag"]))
     files[INDEX] = (json.dumps({"runs": ordered}, indent=1) + "\n").encode()
-    return publish(files, run_dir)
+    return files, ordered
 
 
-__all__ = ["curves", "latency_arrays", "requests_csv", "write_simulation"]
+__all__ = ["curves", "latency_arrays", "requests_csv", "simulation_files"]

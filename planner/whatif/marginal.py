@@ -36,7 +36,7 @@ from planner.outer.protocol import TypeSupply, affordable
 from planner.whatif.scenarios import MIX, Scenario, base_scenario, supply
 
 if TYPE_CHECKING:
-    from planner.whatif.solve import Outcome, WhatIfRunner
+    from planner.whatif.solve import Outcome
     from planner.whatif.spec import WhatIfSpec
 
 CURRENT = "current availability"
@@ -188,18 +188,23 @@ def _sentence(answer: MarginalAnswer) -> str:
     return text + "."
 
 
-def marginal_answer(spec: WhatIfSpec, runner: WhatIfRunner, base: Outcome,
-                    before: Callable[[Scenario], None] | None = None) -> MarginalAnswer:
-    """Solve every option with ``runner`` (calling ``before`` with each scenario first)
-    and rank them."""
+def marginal_answer(spec: WhatIfSpec, solve: Callable[[list[Scenario]], list[Outcome]],
+                    base: Outcome) -> MarginalAnswer:
+    """Solve every option -- and, under unlimited availability, the from-scratch
+    reference -- in one call of ``solve`` (so an executor runs them side by side), and
+    rank them."""
     todo, excluded = marginal_scenarios(spec, base.scenario, base.gpus)
-    options = []
-    for label, gpu, n, sc in todo:
-        if before:
-            before(sc)
-        out = runner.solve(sc)
-        options.append(MarginalOption(label, gpu, n, out,
-                                      out.requests_per_s - base.requests_per_s))
+    batch = [sc for _, _, _, sc in todo]
+    if spec.availability == "unlimited":
+        b1 = spec.base_budget + float(cast(float, spec.marginal))
+        batch.append(Scenario("marginal", f"+{spec.marginal:g} $/h: re-buy the whole fleet",
+                              MIX, base.scenario.workload, b1,
+                              supply(spec.inventory, b1, "unlimited"),
+                              {"gpu": None, "added": 0, "reference": True},
+                              base.scenario.components))
+    outs = solve(batch)
+    options = [MarginalOption(label, gpu, n, out, out.requests_per_s - base.requests_per_s)
+               for (label, gpu, n, _), out in zip(todo, outs, strict=False)]
     o = spec.solver
     # Each solve is within its relative gap of its optimum (mip_gap + prune_tol when
     # solved to optimality, the reported gap when the time limit stopped it): gains below
@@ -210,15 +215,9 @@ def marginal_answer(spec: WhatIfSpec, runner: WhatIfRunner, base: Outcome,
                     max((x.outcome.requests_per_s for x in options), default=0.0))
     reference = None
     if spec.availability == "unlimited":
-        b1 = spec.base_budget + float(cast(float, spec.marginal))
-        sc = Scenario("marginal", f"+{spec.marginal:g} $/h: re-buy the whole fleet", MIX,
-                      base.scenario.workload, b1, supply(spec.inventory, b1, "unlimited"),
-                      {"gpu": None, "added": 0, "reference": True}, base.scenario.components)
-        if before:
-            before(sc)
-        out = runner.solve(sc)
+        out = outs[-1]
         reference = MarginalOption("the best fleet bought from scratch at "
-                                   f"{b1:g} $/h", None, 0, out,
+                                   f"{out.scenario.budget:g} $/h", None, 0, out,
                                    out.requests_per_s - base.requests_per_s)
     answer = MarginalAnswer(float(cast(float, spec.marginal)), base, rank(options, tol),
                             tol, reference, excluded=excluded,

@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from planner.execution import Executor
 from planner.whatif.marginal import MarginalAnswer, marginal_answer, marginal_count
 from planner.whatif.scenarios import MIX, Scenario, expand
-from planner.whatif.solve import Outcome, WhatIfRunner
+from planner.whatif.solve import Cells, Outcome, WhatIfRunner
 from planner.whatif.spec import WhatIfSpec
 
 # (k, n, label): scenario k (1-based) of n is about to be solved
@@ -39,28 +40,37 @@ class WhatIfResult:
         return [o for o in self.outcomes if o.scenario.study == name]
 
 
-def run_whatif(spec: WhatIfSpec, progress: ScenarioProgress | None = None) -> WhatIfResult:
+def run_whatif(spec: WhatIfSpec, progress: ScenarioProgress | None = None,
+               executor: Executor | None = None, cells: Cells | None = None
+               ) -> WhatIfResult:
     """Solve every scenario of ``spec`` (base first), then the marginal-value options;
-    ``progress(k, n, label)`` is called before each of the n solves."""
+    ``progress(k, n, label)`` is called as each of the n is settled.  ``executor``
+    spreads the distinct problems of each stage over workers (planner.execution; the
+    results are the serial ones); ``cells`` saves each as it is solved and supplies
+    those of an interrupted run (planner.whatif.cells)."""
     t0 = time.perf_counter()
     runner = WhatIfRunner(spec)
     scenarios = expand(spec)
     total = len(scenarios) + marginal_count(spec)
-    done = 0
+    settled = 0
 
-    def before(sc: Scenario) -> None:
-        nonlocal done
-        done += 1
+    def done(sc: Scenario) -> None:
+        nonlocal settled
+        settled += 1
         if progress:
-            progress(done, total, scenario_label(sc))
+            progress(settled, total, scenario_label(sc))
 
-    outcomes = []
-    for sc in scenarios:
-        before(sc)
-        outcomes.append(runner.solve(sc))
+    def solve(batch: list[Scenario]) -> list[Outcome]:
+        outs = runner.solve_many(batch, executor, cells, done)
+        for o in outs:  # repeats of a problem are settled with it
+            if o.cached:
+                done(o.scenario)
+        return outs
+
+    outcomes = solve(scenarios)
     answer = None
     if spec.marginal:
-        answer = marginal_answer(spec, runner, outcomes[0], before)
+        answer = marginal_answer(spec, solve, outcomes[0])
         outcomes += [o.outcome for o in answer.options]
         if answer.reference is not None:
             outcomes.append(answer.reference.outcome)

@@ -22,12 +22,16 @@ full-resolution evaluation).
 
 from __future__ import annotations
 
+import hashlib
 import math
+import pickle
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.execution import Executor
 from planner.inner import make_inner_solver
 from planner.outer.exact import ExactSearch
 from planner.outer.protocol import Layout, SearchSpace, layout_counts
@@ -90,6 +94,14 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+class Cells(Protocol):
+    """Where finished problems are kept across runs (planner.whatif.cells.CellStore)."""
+
+    def load(self, scenario: Scenario) -> Outcome | None: ...
+
+    def save(self, out: Outcome) -> None: ...
+
+
 @dataclass
 class WhatIfRunner:
     """Solves scenarios of one spec, caching contexts and identical problems."""
@@ -98,6 +110,7 @@ class WhatIfRunner:
     _evaluators: dict[tuple, LayoutEvaluator] = field(default_factory=dict)
     _workloads: dict[tuple, Workload] = field(default_factory=dict)
     _solved: dict[tuple, Outcome] = field(default_factory=dict)
+    _emitted: set[tuple] = field(default_factory=set)  # keys already handed out
 
     def workload(self, scenario: Scenario) -> Workload:
         key = scenario.components
@@ -118,12 +131,59 @@ class WhatIfRunner:
         return self._evaluators[key]
 
     def solve(self, scenario: Scenario) -> Outcome:
-        key = scenario.key()
-        hit = self._solved.get(key)
-        if hit is not None:
-            return Outcome(scenario, hit.status, hit.requests_per_s, hit.cost_per_hour,
-                           hit.layout, hit.roles, hit.bound, hit.gap, 0.0, hit.decode_mean,
-                           cached=True)
+        return self.solve_many([scenario])[0]
+
+    def solve_many(self, scenarios: Sequence[Scenario], executor: Executor | None = None,
+                   cells: Cells | None = None,
+                   done: Callable[[Scenario], None] | None = None) -> list[Outcome]:
+        """The outcomes of ``scenarios``, in order.  Each distinct problem is solved
+        once per runner -- the first scenario with a key gets the solve, later ones a
+        ``cached`` copy -- whether it is solved here, on the ``executor``'s workers, or
+        loaded from the ``cells`` of an interrupted run (which also receive every new
+        solve as soon as it finishes).  ``done(scenario)`` runs as each problem is
+        settled (completion order)."""
+        todo: dict[tuple, Scenario] = {}
+        for sc in scenarios:
+            key = sc.key()
+            if key in self._solved or key in todo:
+                continue
+            saved = cells.load(sc) if cells is not None else None
+            if saved is not None:
+                self._solved[key] = saved
+                if done:
+                    done(sc)
+            else:
+                todo[key] = sc
+        jobs = list(todo.values())
+
+        def finished(i: int, out: Outcome) -> None:
+            self._solved[jobs[i].key()] = out
+            if cells is not None:
+                cells.save(out)
+            if done:
+                done(jobs[i])
+
+        if executor is None or executor.workers <= 1 or len(jobs) <= 1:
+            for i, sc in enumerate(jobs):
+                finished(i, self._solve_new(sc))
+        else:
+            executor.map(ScenarioSolver(self.spec), jobs, done=finished)
+        out = []
+        for sc in scenarios:
+            key = sc.key()
+            hit = self._solved[key]
+            if key in self._emitted:
+                hit = Outcome(sc, hit.status, hit.requests_per_s, hit.cost_per_hour,
+                              hit.layout, hit.roles, hit.bound, hit.gap, 0.0,
+                              hit.decode_mean, cached=True)
+            elif hit.scenario is not sc:
+                hit = replace(hit, scenario=sc)
+            self._emitted.add(key)
+            out.append(hit)
+        return out
+
+    def _solve_new(self, scenario: Scenario) -> Outcome:
+        """One problem, solved here (no cache)."""
         t0 = time.perf_counter()
         decode_mean = float(self.workload(scenario).decode_mean)
         types = tuple(t for t in scenario.supply if t.available >= t.min_island)
@@ -146,7 +206,6 @@ class WhatIfRunner:
                               else res.status,
                               0.0, 0.0, (), (), float(res.bound), math.nan,
                               time.perf_counter() - t0, decode_mean)
-        self._solved[key] = out
         return out
 
     @property
@@ -154,4 +213,24 @@ class WhatIfRunner:
         return len(self._solved)
 
 
-__all__ = ["Outcome", "WhatIfRunner"]
+class ScenarioSolver:
+    """``scenario -> Outcome`` as a picklable function for an executor's workers.
+
+    Each worker process builds one :class:`WhatIfRunner` per spec and keeps it (with
+    its evaluators and perf-model tables) for every scenario it is sent, so a worker
+    pays for a workload's tables once, as the serial runner does."""
+
+    def __init__(self, spec: WhatIfSpec) -> None:
+        self.spec = spec
+        self.key = hashlib.sha256(pickle.dumps(spec)).hexdigest()
+
+    def __call__(self, scenario: Scenario) -> Outcome:
+        runner = _WORKER_RUNNERS.get(self.key)
+        if runner is None:
+            runner = _WORKER_RUNNERS[self.key] = WhatIfRunner(self.spec)
+        return runner._solve_new(scenario)
+
+
+_WORKER_RUNNERS: dict[str, WhatIfRunner] = {}
+
+__all__ = ["Outcome", "ScenarioSolver", "WhatIfRunner"]

@@ -36,7 +36,14 @@ from typing import Any
 
 from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE, get_engine
-from planner.defaults import DEFAULT_MODEL, DEFAULT_WORKLOAD
+from planner.defaults import (
+    DEFAULT_MODEL,
+    DEFAULT_WORKLOAD,
+    MAX_ISLAND_GPUS,
+    MAX_LATENCY_MS,
+    MAX_RANGES,
+    MAX_TIME_LIMIT,
+)
 from planner.errors import PlannerError
 from planner.inventory import Inventory, InventoryEntry, inventory_from_dict, load_inventory
 from planner.whatif.values import (
@@ -45,6 +52,7 @@ from planner.whatif.values import (
     SolverOptions,
     WorkloadMix,
     add_entry,
+    budget_value,
     parse_add_flag,
     parse_budgets,
     positive,
@@ -55,6 +63,9 @@ from planner.whatif.values import (
     workload_ref,
 )
 from planner.workload.fields import Loc
+
+#: A relative MIP gap of 1 or more accepts any feasible plan as optimal.
+MAX_MIP_GAP = 0.5
 
 __all__ = ["AVAILABILITY", "DEFAULT_MAX_ISLAND", "DEFAULT_RANGES", "Flags", "PriceSweep",
            "SolverOptions", "WhatIfSpec", "WorkloadMix", "load_spec"]
@@ -181,10 +192,11 @@ def _solver(data: Mapping[str, Any], root: Loc, flags: Flags) -> SolverOptions:
     limit, at = _pick(flags.time_limit, "--time-limit", sd, "time_limit", sv, d.time_limit)
     cap, cap_at = _pick(flags.max_island, "--max-island", sd, "max_island", sv, d.max_island)
     out = SolverOptions(
-        time_limit=positive(limit, at),
-        mip_gap=positive(sd.get("mip_gap", d.mip_gap), sv.child("mip_gap"), zero=True),
+        time_limit=positive(limit, at, le=MAX_TIME_LIMIT),
+        mip_gap=positive(sd.get("mip_gap", d.mip_gap), sv.child("mip_gap"), zero=True,
+                         le=MAX_MIP_GAP),
         prune_tol=positive(sd.get("prune_tol", d.prune_tol), sv.child("prune_tol"), zero=True),
-        max_island=int(positive(cap, cap_at, integer=True)))
+        max_island=int(positive(cap, cap_at, integer=True, le=MAX_ISLAND_GPUS)))
     if out.prune_tol >= 0.5:
         raise sv.child("prune_tol").error(f"must be below 0.5, got {out.prune_tol:g}")
     return out
@@ -198,7 +210,7 @@ def _slo(data: Mapping[str, Any], root: Loc, flags: Flags) -> SLO:
     for key, flag_value, flag in (("ttft_ms", flags.ttft_ms, "--ttft"),
                                   ("tpot_ms", flags.tpot_ms, "--tpot")):
         value, at = _pick(flag_value, flag, sd, key, loc, None)
-        values.append(None if value is None else positive(value, at))
+        values.append(None if value is None else positive(value, at, le=MAX_LATENCY_MS))
     return SLO(*values)
 
 
@@ -212,7 +224,7 @@ def _budget_sweep(studies: Mapping[str, Any], st: Loc, flags: Flags) -> tuple[fl
     if isinstance(raw, str):
         return parse_budgets(raw, at)
     if isinstance(raw, list) and raw:
-        return tuple(positive(v, at.child(i)) for i, v in enumerate(raw))
+        return tuple(budget_value(v, at.child(i)) for i, v in enumerate(raw))
     raise at.error("expected a list of budgets ($/h) or a range like '128..2048'")
 
 
@@ -338,7 +350,7 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
                          DEFAULT_WORKLOAD)
     workload = workload_ref(workload, at, None if flags.workload else base_dir)
     budget, at = _pick(flags.budget, "--budget", data, "budget", root, None)
-    budget = None if budget is None else positive(budget, at)
+    budget = None if budget is None else budget_value(budget, at)
     availability, at = _pick(flags.availability, "--availability", data, "availability",
                              root, "inventory")
     if availability not in AVAILABILITY:
@@ -355,7 +367,7 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
     except PlannerError as err:
         raise at.error(str(err)) from None
     ranges, at = _pick(flags.ranges, "--ranges", data, "ranges", root, DEFAULT_RANGES)
-    ranges = int(positive(ranges, at, integer=True))
+    ranges = int(positive(ranges, at, integer=True, le=MAX_RANGES))
 
     marginal, at = _pick(flags.marginal, "--marginal", studies, "marginal", st, None)
     equal_cost, eq_at = _pick(flags.equal_cost, "--equal-cost", studies, "equal_cost", st,
@@ -379,7 +391,7 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         _budget_sweep(studies, st, flags), _prices(studies, st, flags, inventory, unlimited),
         _add(studies, st, flags, inventory, unlimited), _remove(studies, st, flags, inventory),
         _workloads(studies, st, flags, base_dir), equal_cost,
-        None if marginal is None else positive(marginal, at), engine, beyond)
+        None if marginal is None else budget_value(marginal, at), engine, beyond)
     if not spec.base_budget > 0:
         raise root.child("budget").error("is needed: the inventory's full cost is 0 $/h")
     if not spec.has_study:

@@ -17,7 +17,7 @@ from perfmodel import reading
 from perfmodel.errors import check_number
 from perfmodel.hardware import resolve_gpu
 from planner.errors import PlannerError
-from planner.inventory import InventoryEntry
+from planner.inventory import MAX_BUDGET, InventoryEntry
 from planner.workload.fields import Loc
 from planner.workload.registry import resolve_workload_path
 
@@ -57,12 +57,18 @@ class WorkloadMix:
 
 
 # ------------------------------------------------------------------ value parsers
-def positive(value: Any, loc: Loc, *, integer: bool = False, zero: bool = False) -> float:
-    """A number > 0 (>= 0 with ``zero``; whole with ``integer``); text is parsed, since
-    flags and ``"0.8x"``-style fields arrive as strings."""
+def positive(value: Any, loc: Loc, *, integer: bool = False, zero: bool = False,
+             le: float | None = None) -> float:
+    """A number > 0 (>= 0 with ``zero``; whole with ``integer``; at most ``le``); text is
+    parsed, since flags and ``"0.8x"``-style fields arrive as strings."""
     if zero:
-        return check_number(value, loc.error, integer=integer, ge=0, parse_text=True)
-    return check_number(value, loc.error, integer=integer, gt=0, parse_text=True)
+        return check_number(value, loc.error, integer=integer, ge=0, le=le, parse_text=True)
+    return check_number(value, loc.error, integer=integer, gt=0, le=le, parse_text=True)
+
+
+def budget_value(value: Any, loc: Loc) -> float:
+    """A budget, $/h: > 0 and at most what any inventory can cost."""
+    return positive(value, loc, le=MAX_BUDGET)
 
 
 _RANGE = re.compile(r"^\s*([0-9.eE+]+)\s*\.\.\s*([0-9.eE+]+)\s*(?::\s*([0-9.eE+]+))?\s*$")
@@ -72,7 +78,7 @@ def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:
     """``"128,256,512"``, ``"128..2048"`` (doubling) or ``"100..500:100"`` (a step)."""
     m = _RANGE.match(text)
     if m:
-        lo, hi = positive(m[1], loc), positive(m[2], loc)
+        lo, hi = budget_value(m[1], loc), budget_value(m[2], loc)
         if hi < lo:
             raise loc.error(f"range {text!r} ends below its start")
         out: list[float] = []
@@ -87,7 +93,7 @@ def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise loc.error("expected budgets like 128,256,512 or 128..2048")
-    return tuple(positive(p.strip(), loc) for p in parts)
+    return tuple(budget_value(p.strip(), loc) for p in parts)
 
 
 def price_value(value: Any, base: float, loc: Loc) -> tuple[float, float]:

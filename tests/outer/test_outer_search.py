@@ -267,7 +267,7 @@ def test_checkpoint_of_another_run_is_rejected(tmp_path):
 
 def test_random_search_resumes(tmp_path):
     path = tmp_path / "rs.json"
-    search = RandomSearch(evaluations=40, encoding="direct", slots=4, save_every=8)
+    search = RandomSearch(evaluations=40, encoding="direct", slots=4)
     reference = search.search(BUDGET, SyntheticObjective(BUDGET), seed=3)
     first = Interrupting(BUDGET, limit=20)
     with pytest.raises(KeyboardInterrupt):

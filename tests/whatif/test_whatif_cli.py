@@ -165,7 +165,7 @@ def _shown(terminal: bool, quiet: bool) -> str:
 
 def test_progress_names_each_scenario_on_a_terminal_only():
     shown = _shown(terminal=True, quiet=False)
-    assert "scenario 1 of 3: base 48 $/h" in shown
-    assert "scenario 2 of 3: budget 32 $/h, H200 only" in shown
+    assert "scenario 1 of 3 done: base 48 $/h" in shown
+    assert "scenario 2 of 3 done: budget 32 $/h, H200 only" in shown
     assert _shown(terminal=False, quiet=False) == ""  # piped or redirected: quiet
     assert _shown(terminal=True, quiet=True) == ""

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from planner.whatif.solve import WhatIfRunner
+
 SMALL_INVENTORY = {
     "name": "small",
     "min_island": 8,
@@ -38,18 +40,14 @@ FAKE_STUDIES = {"budget_sweep": [32, 64], "equal_cost": True,
                 "workloads": ["azure-code-2023"], "marginal": 16}
 
 
-class FakeRunner:
-    """Stands in for planner.whatif.solve.WhatIfRunner: instant, deterministic outcomes
-    (the fastest GPUs first, in islands of 8, within the supply and budget)."""
+class FakeRunner(WhatIfRunner):
+    """planner.whatif.solve.WhatIfRunner with instant, deterministic solves (the
+    fastest GPUs first, in islands of 8, within the supply and budget); its caching of
+    repeated problems is the real runner's."""
 
-    def __init__(self, spec):
-        self.spec = spec
-        self.problems_solved = 0
-
-    def solve(self, sc):
+    def _solve_new(self, sc):
         from planner.whatif.solve import Outcome
 
-        self.problems_solved += 1
         left, layout = sc.budget, []
         for t in sorted(sc.supply, key=lambda t: -SPEED.get(t.name, 1.0) / t.price_per_hour):
             n = min(t.available, int(left // t.price_per_hour)) // 8 * 8

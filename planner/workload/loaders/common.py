@@ -70,7 +70,9 @@ def parse_lengths(values: pd.Series | np.ndarray, raw: Sequence[object] | pd.Ser
     num = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     finite = np.isfinite(num)
     safe = np.where(finite, num, 0.0)
-    bad = ~finite | (safe < 0) | (safe != np.floor(safe))
+    # Beyond 2**53 a float is no longer a whole count, and beyond 2**63 the int64 cast
+    # wraps negative: far past any supported length, which the fit reports by name.
+    bad = ~finite | (safe < 0) | (safe != np.floor(safe)) | (safe > 2.0**53)
     if not bad.any():
         return num.astype(np.int64)
     i = int(np.argmax(bad))
@@ -79,13 +81,14 @@ def parse_lengths(values: pd.Series | np.ndarray, raw: Sequence[object] | pd.Ser
         raw_i = raw.iloc[i] if isinstance(raw, pd.Series) else raw[i]
         if raw_i is None or raw_i == "" or (isinstance(raw_i, float) and np.isnan(raw_i)):
             raise PlannerError(f"{where}: value is missing")
-        raise PlannerError(f"{where}: {raw_i!r} is not a number")
-    problem = "is negative" if num[i] < 0 else "is not an integer"
+        raise PlannerError(f"{where}: {str(raw_i)!r} is not a number")
+    problem = ("is negative" if num[i] < 0 else "is too large" if num[i] > 2.0**53
+               else "is not an integer")
     raise PlannerError(f"{where}: {_shown(num[i])!r} {problem}")
 
 
 def _shown(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)
+    return int(x) if float(x).is_integer() and abs(x) <= 2.0**53 else float(x)
 
 
 def parse_times(values: pd.Series, lines: np.ndarray, path: Path, column: str,
