@@ -4,7 +4,6 @@ before any work, and nothing left behind when a run fails."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -48,8 +47,8 @@ PLAN = ("plan", "--model", "llama-3.1-70b", "--ranges", "8", "--no-sim-check",
     ("--model", "gpt-9", "unknown model"),
     ("--workload", "nope", "unknown workload"),
 ])
-def test_plan_flag_bounds(run_cli, small_inventory, tmp_path, flag, value, says):
-    os.chdir(tmp_path)
+def test_plan_flag_bounds(run_cli, small_inventory, tmp_path, flag, value, says, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     rc, _, err = run_cli(*PLAN, "--inventory", str(small_inventory), "--out", "run",
                          flag, value)
     line = _one_error_line(err)
@@ -73,8 +72,8 @@ def test_plan_flag_bounds(run_cli, small_inventory, tmp_path, flag, value, says)
     (("whatif", "--budget-sweep", "128,256", "--time-limit", "nan"), "--time-limit",
      "must be finite"),
 ])
-def test_other_commands_flag_bounds(run_cli, tmp_path, argv, flag, says):
-    os.chdir(tmp_path)
+def test_other_commands_flag_bounds(run_cli, tmp_path, argv, flag, says, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "t.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n")
     before = _tree(tmp_path)
     rc, _, err = run_cli(*argv)
@@ -104,7 +103,7 @@ def test_plan_out_is_checked_before_the_search(run_cli, small_inventory, tmp_pat
     """A bad --out fails at once (the search is never entered) and writes nothing."""
     from planner import plan as plan_module
 
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "taken").write_text("the user's file\n")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("the user's notes\n")

@@ -6,7 +6,6 @@ uninterrupted study's tables; one that fails leaves nothing behind."""
 from __future__ import annotations
 
 import csv
-import os
 
 import pytest
 from test_whatif_fixtures import write_spec
@@ -67,7 +66,7 @@ def _interrupt_at(monkeypatch, n, error=KeyboardInterrupt):
 
 def test_interrupted_study_resumes_from_its_finished_scenarios(run_cli, spec_path,
                                                                tmp_path, monkeypatch):
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     calls = _interrupt_at(monkeypatch, None)
     rc, _, err = run_cli("whatif", str(spec_path), "-q", "--out", "reference")
     assert rc == 0, err
@@ -89,7 +88,7 @@ def test_interrupted_study_resumes_from_its_finished_scenarios(run_cli, spec_pat
 
 
 def test_resume_of_another_study_is_refused(run_cli, spec_path, tmp_path, monkeypatch):
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     _interrupt_at(monkeypatch, 2)
     rc, _, _ = run_cli("whatif", str(spec_path), "-q", "--out", "study")
     assert rc == 130
@@ -100,7 +99,7 @@ def test_resume_of_another_study_is_refused(run_cli, spec_path, tmp_path, monkey
 
 
 def test_failed_study_leaves_nothing(run_cli, spec_path, tmp_path, monkeypatch):
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     _interrupt_at(monkeypatch, 3, PlannerError("solver exploded"))
     rc, _, err = run_cli("whatif", str(spec_path), "-q", "--out", "new/study")
     assert rc == 2 and "solver exploded" in err
