@@ -53,7 +53,9 @@ Done = Callable[[int, Any], None]
 
 class Executor(Protocol):
     name: str
-    workers: int
+
+    @property
+    def workers(self) -> int: ...
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], *,
             done: Callable[[int, R], None] | None = None) -> list[R]: ...
@@ -95,27 +97,42 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, workers: int | None = None, address: str | None = None) -> None:
-        ray = _import_ray()
-        self._ray = ray
+        self._ray = _import_ray()  # a missing extra fails here, before any work
+        self._requested = workers
+        self.address = address
         self._started = False
+        self._task: Any = None
+
+    def _connect(self) -> None:
+        """Start (or join) Ray on first use: a run that never maps -- `planner plan`
+        whose search turns out to be the exact MILP -- never pays Ray's start-up."""
+        if self._task is not None:
+            return
+        ray = self._ray
         if not ray.is_initialized():
             try:
-                if address:
-                    ray.init(address=address, log_to_driver=False)
+                if self.address:
+                    ray.init(address=self.address, log_to_driver=False)
                 else:
-                    ray.init(num_cpus=workers, include_dashboard=False,
+                    ray.init(num_cpus=self._requested, include_dashboard=False,
                              log_to_driver=False, configure_logging=False)
             except (ConnectionError, RuntimeError, ValueError) as err:
-                where = f"--ray-address {address}" if address else "--workers"
+                where = f"--ray-address {self.address}" if self.address else "--workers"
                 raise PlannerError(f"{where}: cannot start or reach Ray: "
                                    f"{' '.join(str(err).split())[:300]}") from None
             self._started = True
-        self.address = address
-        self.workers = int(workers or ray.cluster_resources().get("CPU", 1))
         self._task = ray.remote(max_retries=RETRIES, retry_exceptions=False)(_call)
+
+    @property
+    def workers(self) -> int:
+        if self._requested is not None:
+            return int(self._requested)
+        self._connect()  # a cluster: its CPUs
+        return int(self._ray.cluster_resources().get("CPU", 1))
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], *,
             done: Callable[[int, R], None] | None = None) -> list[R]:
+        self._connect()
         ray = self._ray
         fn_ref = ray.put(fn)
         pending = {self._task.remote(fn_ref, item): i for i, item in enumerate(items)}

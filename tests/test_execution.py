@@ -94,3 +94,12 @@ def test_ray_retries_a_task_whose_worker_died(ray_executor, tmp_path):
     assert RETRIES >= 1
     assert ray_executor.map(work, [0, 1, 2, 3]) == [0, 10, 20, 30]
     assert os.path.exists(marker)
+
+
+def test_ray_starts_only_when_work_is_mapped():
+    """`planner plan --workers 2` whose search is the exact MILP never maps: Ray must
+    not be started for it (its start-up is seconds)."""
+    pytest.importorskip("ray")
+    ex = RayExecutor(workers=2)
+    assert ex.workers == 2 and ex._task is None
+    ex.close()  # nothing to shut down
