@@ -180,7 +180,7 @@ def plan(
             print("interrupted: nothing saved (the search keeps a checkpoint only when it "
                   "is iterative: --search divider, direct or random)", file=sys.stderr)
             raise typer.Exit(130) from None
-        argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
+        argv = " ".join(shlex.quote(a) for a in sys.argv[1:] if a != "--resume")
         if "--out" not in sys.argv:
             argv += f" --out {shlex.quote(str(run_dir))}"
         print(f"interrupted: the search so far is saved in {checkpoint}; resume with\n"
