@@ -36,22 +36,27 @@ def write_bytes_atomic(path: Path | str, data: bytes) -> None:
         raise
 
 
-def check_output_file(path: Path | str, flag: str) -> None:
-    """Refuse, before any work, a file path that cannot be written: empty, a folder,
-    under a regular file, or in a folder that cannot be written (``access(2)``:
-    permissions, or a read-only file system).  Nothing is created."""
+def check_writable(path: Path | str, flag: str, what: str = "file") -> Path:
+    """What every output path must satisfy before any work: not empty, not under a
+    regular file, and its nearest existing folder writable (``access(2)``: permissions,
+    or a read-only file system).  Nothing is created.  Returns the absolute path."""
     if not str(path).strip():
-        raise PlannerError(f"{flag}: empty path; name a file")
+        raise PlannerError(f"{flag}: empty path; name a {what}")
     where = Path(path).absolute()
-    if where.is_dir():
-        raise PlannerError(f"{flag} {path}: is a folder, expected a file path")
     for parent in reversed(where.parents):
         if parent.exists() and not parent.is_dir():
             raise PlannerError(f"{flag} {path}: {parent} is a file, not a folder")
-    existing = next(p for p in where.parents if p.exists())
+    existing = next(p for p in (where, *where.parents) if p.is_dir())
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PlannerError(f"{flag} {path}: cannot write in {existing} (permission denied "
                            "or a read-only file system)")
+    return where
+
+
+def check_output_file(path: Path | str, flag: str) -> None:
+    """:func:`check_writable` for a file, which must not be a folder."""
+    if check_writable(path, flag).is_dir():
+        raise PlannerError(f"{flag} {path}: is a folder, expected a file path")
 
 
 def write_text_atomic(path: Path | str, text: str) -> None:
@@ -65,4 +70,4 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["check_output_file", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["check_output_file", "check_writable", "write_bytes_atomic", "write_text_atomic"]

@@ -37,6 +37,7 @@ from typing import Any, Protocol, TypeVar
 from perfmodel.reading import read_json
 from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
+from planner.fingerprint import first_difference, normalise
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -192,17 +193,19 @@ class DoneStore:
     def __init__(self, folder: Path, fingerprint: Any, *, resume: bool,
                  flag: str = "--resume") -> None:
         self.folder = Path(folder)
-        self.fingerprint = json.loads(json.dumps(fingerprint))
+        self.fingerprint = normalise(fingerprint)
         index = self.folder / "index.json"
         if resume:
             if not index.is_file():
                 raise PlannerError(f"{flag}: nothing to resume ({self.folder} holds no "
                                    "finished work); run without it")
-            saved = read_json(index, "resume index")
-            if saved != self.fingerprint:
+            diff = first_difference(read_json(index, "resume index"), self.fingerprint,
+                                    "index")
+            if diff is not None:
+                field, old, new = diff
                 raise PlannerError(f"{index}: the saved results belong to another run "
-                                   f"(field '{_first_difference(saved, self.fingerprint)}' "
-                                   f"differs); run without {flag}")
+                                   f"(field '{field}': saved {old!r}, now {new!r}); run "
+                                   f"without {flag}")
         else:
             if self.folder.exists():
                 shutil.rmtree(self.folder)
@@ -231,14 +234,6 @@ class DoneStore:
 
     def discard(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _first_difference(a: Any, b: Any, where: str = "") -> str:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b), key=str):
-            if a.get(k) != b.get(k):
-                return _first_difference(a.get(k), b.get(k), f"{where}.{k}" if where else k)
-    return where or "(the whole index)"
 
 
 def map_resumable(executor: Executor, fn: Callable[[T], R], items: Sequence[T],

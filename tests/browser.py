@@ -4,11 +4,14 @@ the page's console messages.  Tests skip, with the reason, where it is missing."
 
 from __future__ import annotations
 
+import io
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -47,3 +50,31 @@ def run_chromium(chromium: str, profile: Path, *args: str) -> subprocess.Complet
 def console_lines(stderr: str) -> list[str]:
     """The page's console messages (Chromium logs them as ``...:CONSOLE:<line>] ...``)."""
     return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
+
+
+def assert_images_shown(page: Path, profile: Path, pngs: list[Path]) -> str:
+    """Open a copy of ``page`` with :data:`PROBE` appended, alone in a folder of its
+    own (the page must need nothing else), and check that it inlines one image per
+    PNG, that every image decoded at the PNG's size, and that the console is silent
+    but for the probe.  Returns the page's DOM for further checks."""
+    alone = profile.parent / "alone"
+    alone.mkdir(exist_ok=True)
+    copy = alone / page.name
+    copy.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    res = run_chromium(find_chromium(), profile, "--dump-dom", "--virtual-time-budget=10000",
+                       copy.as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    dom = res.stdout
+    srcs = re.findall(r'<img src="(data:image/png;base64,[A-Za-z0-9+/=]{12})', dom)
+    assert len(srcs) == len(pngs)
+    probe = re.search(r'data-probe="([^"]*)"', dom)
+    assert probe, "the load event never fired"
+    seen = set()
+    for item in probe.group(1).split():
+        complete, size = item.split(":")
+        w, h = map(int, size.split("x"))
+        assert complete == "true" and w > 0 and h > 0, item
+        seen.add((w, h))
+    assert seen == {Image.open(io.BytesIO(p.read_bytes())).size for p in pngs}
+    assert [ln for ln in console_lines(res.stderr) if '"PROBE ' not in ln] == []
+    return dom

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: layer, the module graph must still be acyclic (checked separately).
 LAYERS: list[tuple[str, ...]] = [
     ("perfmodel",),
-    ("planner", "planner.errors", "planner.atomic", "planner.defaults", "planner.execution"),
+    ("planner", "planner.errors", "planner.atomic", "planner.defaults", "planner.fingerprint",
+     "planner.execution"),
     ("planner.network", "planner.inventory"),
     ("planner.workload",),
     ("planner.inner",),

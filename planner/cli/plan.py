@@ -10,7 +10,6 @@ the search's checkpoint and prints the command that resumes it.
 from __future__ import annotations
 
 import inspect
-import shlex
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +21,7 @@ from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from planner.cli import values
 from planner.cli.console import results_console
-from planner.cli.progress import interrupt_on_sigterm, step_bars
+from planner.cli.progress import interrupt_on_sigterm, resume_command, step_bars
 from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.errors import PlannerError
 from planner.execution import make_executor
@@ -180,11 +179,8 @@ def plan(
             print("interrupted: nothing saved (the search keeps a checkpoint only when it "
                   "is iterative: --search divider, direct or random)", file=sys.stderr)
             raise typer.Exit(130) from None
-        argv = " ".join(shlex.quote(a) for a in sys.argv[1:] if a != "--resume")
-        if "--out" not in sys.argv:
-            argv += f" --out {shlex.quote(str(run_dir))}"
         print(f"interrupted: the search so far is saved in {checkpoint}; resume with\n"
-              f"  planner {argv} --resume", file=sys.stderr)
+              f"  {resume_command(run_dir)}", file=sys.stderr)
         raise typer.Exit(130) from None
     except BaseException:
         # Not resumable (no plan, a failed write, a bug): leave nothing behind.

@@ -5,8 +5,11 @@ while long work runs."""
 from __future__ import annotations
 
 import contextlib
+import shlex
 import signal
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import (
@@ -79,3 +82,12 @@ def interrupt_on_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def resume_command(out: Path) -> str:
+    """This command line as the one that resumes it: ``--out`` made explicit (the
+    default folder has a time stamp) and ``--resume`` once at the end."""
+    argv = [a for a in sys.argv[1:] if a != "--resume"]
+    if "--out" not in argv:
+        argv += ["--out", str(out)]
+    return "planner " + " ".join(shlex.quote(a) for a in argv) + " --resume"

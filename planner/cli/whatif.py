@@ -12,7 +12,6 @@ tables and the marginal-value answer.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -27,7 +26,7 @@ from rich.text import Text
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES
 from planner.cli import values
 from planner.cli.console import results_console
-from planner.cli.progress import interrupt_on_sigterm
+from planner.cli.progress import interrupt_on_sigterm, resume_command
 from planner.errors import PlannerError
 from planner.execution import make_executor
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
@@ -39,12 +38,6 @@ _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budge
 def _default_out(spec) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("reports") / f"{stamp}-whatif-{Path(spec.inventory.name).stem}"
-
-
-def _argv_with_out(study: Path) -> list[str]:
-    """This command line, with ``--out`` made explicit (a resume needs the folder)."""
-    argv = [a for a in sys.argv[1:] if a != "--resume"]
-    return argv if "--out" in argv else [*argv, "--out", str(study)]
 
 
 def scenario_progress(console: Console, quiet: bool
@@ -147,9 +140,7 @@ def whatif(
         written = write_whatif(result, study)
     except KeyboardInterrupt:
         print(f"interrupted: the {cells.saved} scenarios solved so far are saved in "
-              f"{cells.folder}; resume with\n  planner "
-              + " ".join(shlex.quote(a) for a in _argv_with_out(study)) + " --resume",
-              file=sys.stderr)
+              f"{cells.folder}; resume with\n  {resume_command(study)}", file=sys.stderr)
         raise typer.Exit(130) from None
     except BaseException:
         cells.discard()

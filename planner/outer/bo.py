@@ -155,7 +155,7 @@ class _BayesianSearch:
 
             done: dict[int, Score] = {}  # evaluated, not yet reported to Ax
             # Ax's last snapshot as JSON text and the batch count that goes with it.
-            # Taking one costs ~0.4 s, so it is retaken only when Ax's data changed,
+            # Taking one costs ~0.7 s, so it is retaken only when Ax's data changed,
             # and never after the loop (the warm start and polish do not touch Ax).
             snap: dict[str, Any] = {
                 "ax": json.dumps(doc["state"]["ax"] if doc else driver.snapshot()),
@@ -163,13 +163,13 @@ class _BayesianSearch:
             frozen = False
 
             def save(flush: bool = True) -> None:
-                """After every evaluation (``flush=False``) and at batch boundaries: a
-                SIGKILL loses at most the evaluation in flight.  Ax hears of scores
-                and is snapshotted only at batch boundaries (per evaluation it made
-                the search 5x slower), so an evaluation saved in between is in the
-                history only; a resumed run regenerates the same trials after the
-                snapshot (a batch is a pure function of data, seed and batch index)
-                and takes their scores from the history (``run``)."""
+                """After every evaluation (the tracker's ``after_each``, no flush) and
+                at batch boundaries: a SIGKILL loses at most the evaluation in flight.
+                Ax hears of scores and is snapshotted only at batch boundaries (per
+                evaluation it made the search 5x slower), so an evaluation saved in
+                between is in the history only; a resumed run regenerates the same
+                trials after the snapshot (a batch is a pure function of data, seed
+                and batch index) and takes their scores from the history (``run``)."""
                 if flush and not frozen:
                     changed = bool(done) or driver.n_trials() != snap["trials"]
                     driver.complete(done)
@@ -193,8 +193,8 @@ class _BayesianSearch:
                     done[index] = Score(h.value, h.cost, h.feasible)
                     return
                 done[index] = tracker.evaluate(enc.decode(params), phase)
-                save(flush=False)
 
+            tracker.after_each = lambda: save(flush=False)
             try:
                 for index, params in driver.running().items():  # cut short last time
                     run(index, params, "sobol" if index < self.sobol_trials else "bo")
@@ -225,7 +225,6 @@ class _BayesianSearch:
                     loop_end = len(tracker.history)
                     save()
                 frozen = True
-                tracker.after_each = save  # the trials are all in Ax: no more `done`
                 # The warm start is evaluated after the BO batches, not before, so that
                 # history index and Ax trial index stay one (what a resumed checkpoint
                 # relies on); the surrogate does not see it either way (it is not a

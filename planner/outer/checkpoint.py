@@ -25,15 +25,11 @@ from perfmodel.errors import check_number
 from perfmodel.reading import read_text
 from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
+from planner.fingerprint import first_difference, normalise
 from planner.outer.protocol import HistoryPoint
 
 FORMAT = "hetero-planner/outer-checkpoint"
 VERSION = 1
-
-
-def normalise(obj: Any) -> Any:
-    """Round-trip through JSON so tuples/lists and int/float keys compare equal."""
-    return json.loads(json.dumps(obj))
 
 
 def save_checkpoint(path: Path, *, fingerprint: dict, tracker: dict, state: dict,
@@ -69,7 +65,7 @@ def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:
         if key not in doc:
             raise PlannerError(f"{path}: checkpoint lacks field '{key}'")
     _check_tracker(doc["tracker"], str(path))
-    diff = _first_difference(doc["fingerprint"], normalise(fingerprint), "fingerprint")
+    diff = first_difference(doc["fingerprint"], normalise(fingerprint), "fingerprint")
     if diff is not None:
         field, old, new = diff
         raise PlannerError(f"{path}: checkpoint belongs to another run (field '{field}': "
@@ -118,19 +114,3 @@ def _check_tracker(tracker: Any, source: str) -> None:
         except (TypeError, ValueError) as err:
             raise PlannerError(f"{source}: checkpoint field 'tracker.{where}.layout' is "
                                f"not a layout ({err})") from None
-
-
-def _first_difference(a: Any, b: Any, where: str) -> tuple[str, Any, Any] | None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b), key=str):
-            d = _first_difference(a.get(k), b.get(k), f"{where}.{k}")
-            if d is not None:
-                return d
-        return None
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            d = _first_difference(x, y, f"{where}[{i}]")
-            if d is not None:
-                return d
-        return None
-    return None if a == b else (where, a, b)

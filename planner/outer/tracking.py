@@ -48,6 +48,16 @@ def check_seed(seed: int) -> int:
     return int(seed)
 
 
+def _tally(points: Iterable[HistoryPoint]) -> tuple[int, int]:
+    """(objective calls, cache hits) the points cost when :meth:`Tracker.evaluate` made
+    them: a new non-empty layout is a call, a repeat a hit, the empty layout neither."""
+    calls = hits = 0
+    for h in points:
+        hits += h.cached
+        calls += not h.cached and bool(h.layout)
+    return calls, hits
+
+
 class Tracker:
     def __init__(self, space: SearchSpace, objective: LayoutObjective, *,
                  planned: int, progress: Progress | None = None) -> None:
@@ -81,11 +91,10 @@ class Tracker:
         # Points still waiting to be replayed are saved too: an interruption during a
         # replay must not shorten the checkpoint.
         pending = list(self._pending)
+        calls, hits = _tally(pending)
         return {"wall_time": self.wall_time,
                 "history": self._history_dicts() + [h.to_dict() for h in pending],
-                "evaluations": self.evaluations + sum(not h.cached and bool(h.layout)
-                                                      for h in pending),
-                "cache_hits": self.cache_hits + sum(h.cached for h in pending)}
+                "evaluations": self.evaluations + calls, "cache_hits": self.cache_hits + hits}
 
     def _history_dicts(self) -> list[dict]:
         """The history as dicts; each point is converted once (a search saves its
@@ -109,9 +118,9 @@ class Tracker:
         for h in points[:n]:
             self._admit(h)
         self._pending = deque(points[n:])
-        for h in self._pending:  # counted again when replayed
-            self.cache_hits -= h.cached
-            self.evaluations -= not h.cached and bool(h.layout)
+        calls, hits = _tally(self._pending)  # counted again as they are replayed
+        self.evaluations -= calls
+        self.cache_hits -= hits
 
     def _admit(self, h: HistoryPoint) -> None:
         self.history.append(h)
@@ -153,8 +162,9 @@ class Tracker:
                 f"{layout_text(h.layout)!r} but the resumed search asks for "
                 f"{layout_text(layout)!r}; it was written by another planner version "
                 "-- delete it to start afresh")
-        self.cache_hits += h.cached
-        self.evaluations += not h.cached and bool(h.layout)
+        calls, hits = _tally([h])
+        self.evaluations += calls
+        self.cache_hits += hits
         self._admit(h)
         if self.progress is not None:
             self.progress(len(self.history), self.planned, h.best)

@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from planner.atomic import check_writable
 from planner.errors import PlannerError
 
 LAST = "plan.json"
@@ -84,23 +85,13 @@ def check_run_folder(run_dir: Path | str, flag: str = "--out", run_file: str = L
     user's own -- or a nearest existing folder that cannot be written (``access(2)``:
     permissions, or a read-only file system).  Nothing is created: a refused run
     leaves no trace."""
-    if not str(run_dir).strip():
-        raise PlannerError(f"{flag}: empty path; name a run folder")
-    run_dir = Path(run_dir)
-    where = run_dir.absolute()
-    for parent in reversed(where.parents):
-        if parent.exists() and not parent.is_dir():
-            raise PlannerError(f"{flag} {run_dir}: {parent} is a file, not a folder")
+    where = check_writable(run_dir, flag, "run folder")
     if where.exists():
         if not where.is_dir():
             raise PlannerError(f"{flag} {run_dir}: exists and is not a folder")
         if any(where.iterdir()) and not (where / run_file).is_file():
             raise PlannerError(f"{flag} {run_dir}: folder holds files but no {run_file}, so "
                                "it is not a run folder; choose a new or empty folder")
-    existing = next(p for p in (where, *where.parents) if p.exists())
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PlannerError(f"{flag} {run_dir}: cannot write in {existing} (permission "
-                           "denied or a read-only file system)")
 
 
 def new_folders(path: Path) -> list[Path]:

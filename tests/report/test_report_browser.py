@@ -5,13 +5,11 @@ not installed."""
 
 from __future__ import annotations
 
-import io
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import PROBE, console_lines, find_chromium, run_chromium
+from browser import assert_images_shown, console_lines, find_chromium, run_chromium
 from PIL import Image
 from report_fixtures import make_plan_dict
 
@@ -52,25 +50,4 @@ def test_screenshot_shows_the_page_and_plots(chromium, report, tmp_path):
 
 
 def test_dom_has_every_plot_decoded(chromium, report, tmp_path):
-    alone = tmp_path / "alone"  # a folder of its own: the page must need nothing else
-    alone.mkdir()
-    page = report.read_text()
-    (alone / "report.html").write_text(page.replace("</body>", PROBE + "</body>"))
-    res = run_chromium(chromium, tmp_path / "profile", "--dump-dom", "--virtual-time-budget=10000",
-               (alone / "report.html").as_uri())
-    assert res.returncode == 0, res.stderr[-2000:]
-    dom = res.stdout
-    srcs = re.findall(r'<img src="(data:image/png;base64,[A-Za-z0-9+/=]{12})', dom)
-    assert len(srcs) == len(PLOTS)
-    probe = re.search(r'data-probe="([^"]*)"', dom)
-    assert probe, "the load event never fired"
-    sizes = {Image.open(io.BytesIO((report.parent / n).read_bytes())).size for n in PLOTS}
-    seen = set()
-    for item in probe.group(1).split():
-        complete, size = item.split(":")
-        w, h = map(int, size.split("x"))
-        assert complete == "true" and w > 0 and h > 0, item
-        seen.add((w, h))
-    assert seen == sizes
-    others = [ln for ln in console_lines(res.stderr) if '"PROBE ' not in ln]
-    assert others == []
+    assert_images_shown(report, tmp_path / "profile", [report.parent / n for n in PLOTS])
