@@ -21,6 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from perfmodel import kernel_benchmarks as kb  # noqa: E402
 from perfmodel import validation as val  # noqa: E402
 
 OUT = ROOT / "docs" / "validation.md"
@@ -104,6 +105,36 @@ def transfer_section(data: dict) -> list[str]:
     return lines + [""]
 
 
+def published_kernel_section() -> list[str]:
+    rows = kb.table()
+    summ = kb.summary(rows)
+    _, sources = kb.load()
+    lines = ["### A GPU outside the database: published kernel benchmarks", "",
+             "Every pair above has the same tensor rate per SM.  The H20 does not (the "
+             "Hopper SM, tensor cores throttled to a quarter of the H100's rate), so the "
+             "SM term of the rule is checked on published DeepGEMM benchmarks of one "
+             "kernel on both GPUs (`perfmodel/data/kernel_benchmarks.yaml`, "
+             "`perfmodel/kernel_benchmarks.py`): a masked grouped FP8 GEMM of `groups` "
+             "experts, each m x n x k, predicted from SGLang's fitted FP8-block GEMM "
+             "tables as one m x (groups n) x k GEMM.  The H100 rows check that proxy on a "
+             "measured GPU; the H20 rows the transfer rule, with and without its SM term.",
+             "",
+             "| GPU | tables of | groups, m, n, k | measured | ours | error | without SM term |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        g, m, n, k = r["shape"]
+        lines.append(f"| {r['gpu']} | {r['fitted_on']} | {g}, {m}, {n}, {k} | "
+                     f"{r['measured_us']:,.0f} us | {r['ours_us']:,.0f} us | "
+                     f"{_pct(r['error'])} | {_pct(r['carried_error'])} |")
+    lines.append("")
+    for gpu, v in summ.items():
+        lines.append(f"- **{gpu}**: median |error| {_abs(v['median_abs'])} "
+                     f"(without the SM term {_abs(v['carried_median_abs'])}).")
+    lines += ["", "Sources:", ""]
+    lines += [f"- {k}: {v['title']} ({v['date']}), {v['url']}" for k, v in sources.items()]
+    return lines + [""]
+
+
 def e2e_section(rows: list[dict], summary: dict) -> list[str]:
     lines = ["## (c) End to end: published serving figures", "",
              "Each row poses a published measurement to the model with what the source "
@@ -151,7 +182,7 @@ def render() -> str:
             "see (a); does the transfer rule predict a GPU it did not see (b); does the "
             "whole model predict published serving figures (c).", ""]
     return "\n".join(head + kernel_section(data) + transfer_section(data)
-                     + e2e_section(rows, summary))
+                     + published_kernel_section() + e2e_section(rows, summary))
 
 
 def summary_json() -> str:

@@ -40,7 +40,11 @@ _COMM_OPS = ("allreduce", "alltoall")
 #: Ops whose measured kernels come from one engine whatever the engine asked for:
 #: * MoE: the database's SGLang and vLLM ``moe_perf`` rows time their Triton fused-MoE
 #:   path, up to 12x slower than the CUTLASS / DeepGEMM grouped GEMMs those engines run
-#:   under expert parallelism (DeepEP + DeepGEMM); TRT-LLM's rows are that grouped GEMM;
+#:   under expert parallelism (DeepEP + DeepGEMM); TRT-LLM's rows are that grouped GEMM.
+#:   Both backends ship with SGLang and vLLM, and the Triton one is the faster for
+#:   narrow tensor-parallel expert shards (H200, DeepSeek experts split 8 ways, 16k
+#:   tokens: 3.7 ms against 9.7 ms), so under those engines a MoE layer takes the
+#:   faster of the two per shape (:meth:`KernelSet.moe`);
 #: * MLA: vLLM has no kernel-only MLA tables, and SGLang's FP8-KV rows run a
 #:   dequantising FlashAttention path 4x slower than its bf16 one, where SGLang deploys
 #:   FlashMLA for DeepSeek; TRT-LLM's rows are its FlashMLA-class kernels.
@@ -56,11 +60,10 @@ class KernelSet:
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ resolution
-    def _order(self, op: str) -> list[tuple[str, str]]:
+    def _order(self, op: str, first: str) -> list[tuple[str, str]]:
         systems = measured_systems()
         chain = []
         own = self.gpu.kernel_system if self.gpu.kernel_system in systems else ""
-        first = _PREFERRED_ENGINE.get(op, self.engine)
         engines = [first] + [e for e in ENGINES if e != first]
         if own:
             chain += [(own, e) for e in engines]
@@ -75,28 +78,30 @@ class KernelSet:
         """The fitted model for op ``key`` (``store`` keys), or None if no system has it."""
         return self.resolve(key)[0]
 
-    def resolve(self, key: str):
-        """(model, measured system, engine) of op ``key``; (None, "", "") if none."""
-        if key in self._cache:
-            return self._cache[key]
+    def resolve(self, key: str, own: bool = False):
+        """(model, measured system, engine) of op ``key``; (None, "", "") if none.
+        ``own``: the engine's own kernel, even where another engine's is preferred."""
+        cache_key = (key, own)
+        if cache_key in self._cache:
+            return self._cache[cache_key]
         op = key.split(":")[0]
+        first = self.engine if own else _PREFERRED_ENGINE.get(op, self.engine)
         found = (None, "", "")
-        for system, engine in self._order(op):
+        for system, engine in self._order(op, first):
             tables = load_system(system)
             m = tables.get(engine, key) if tables else None
             if m is None:
                 continue
             assert tables is not None  # m is None whenever tables is
             found = (m, system, engine)
-            if system != self.gpu.kernel_system or engine != _PREFERRED_ENGINE.get(
-                    op, self.engine):
+            if system != self.gpu.kernel_system or engine != first:
                 src = tables.gpu if system != self.gpu.kernel_system else self.gpu.name
                 why = "transferred from" if system != self.gpu.kernel_system else "from"
                 note = f"{key} {why} {src} under {engine}"
                 if note not in self.notes:
                     self.notes.append(note)
             break
-        self._cache[key] = found
+        self._cache[cache_key] = found
         return found
 
     def _need(self, key: str):
@@ -122,7 +127,7 @@ class KernelSet:
     def gemm(self, m, n, k, kind: str):
         table = self._gemm_kind(kind)
         return timing.gemm_time(self._need(f"gemm:{table}"), m, n, k, kind, self.peak(table),
-                                self.bandwidth)
+                                self.bandwidth, sms=self.gpu.sms)
 
     def gemm_sum(self, m, shapes, kind: str):
         """Total time of several GEMMs over the same ``m`` rows: ``shapes`` is a list of
@@ -138,8 +143,15 @@ class KernelSet:
 
     def moe(self, tokens, hidden, inter, topk, experts, ep, kind: str):
         table = kind if ops.native(self.gpu, kind) and self.model(f"moe:{kind}") else "bf16"
-        return timing.moe_time(self._need(f"moe:{table}"), tokens, hidden, inter, topk,
-                               experts, ep, kind, self.peak(table), self.bandwidth)
+        key = f"moe:{table}"
+        t = timing.moe_time(self._need(key), tokens, hidden, inter, topk, experts, ep, kind,
+                            self.peak(table), self.bandwidth, sms=self.gpu.sms)
+        own, _, engine = self.resolve(key, own=True)
+        if own is None or engine != self.engine or engine == _PREFERRED_ENGINE["moe"]:
+            return t
+        return np.minimum(t, timing.moe_time(own, tokens, hidden, inter, topk, experts, ep,
+                                             kind, self.peak(table), self.bandwidth,
+                                             sms=self.gpu.sms))
 
     def moe_imbalance(self, tokens_per_expert, ep):
         return timing.imbalance(self.model("moe_imbalance"), tokens_per_expert, ep)
@@ -158,12 +170,14 @@ class KernelSet:
         peak = self.peak("fp8" if kind == "fp8" else "bf16")
         return timing.context_attention_time(self._need(f"context_attention:{kind}"), batch,
                                              seq, pairs, new_tokens, heads, kv_heads,
-                                             head_dim, kind, peak, self.bandwidth)
+                                             head_dim, kind, peak, self.bandwidth,
+                                             sms=self.gpu.sms)
 
     def mla_context(self, batch, seq, pairs, new_tokens, heads, kv: str = "bf16"):
         kind = kv if self.model(f"mla_context:{kv}") else "bf16"
         return timing.mla_context_time(self._need(f"mla_context:{kind}"), batch, seq, pairs,
-                                       new_tokens, heads, self.peak("bf16"), self.bandwidth)
+                                       new_tokens, heads, self.peak("bf16"), self.bandwidth,
+                                       sms=self.gpu.sms)
 
     def _decode_peak(self, kv: str, fp8_attention: bool) -> float:
         """FP8 attention (FP8 KV cache read by FP8 tensor-core math) runs at the FP8 rate;
@@ -179,14 +193,14 @@ class KernelSet:
         return timing.decode_attention_time(self._need(f"decode_attention:{kind}"), batch,
                                             context, heads, kv_heads, head_dim, kv,
                                             self._decode_peak(kv, fp8_attention),
-                                            self.bandwidth)
+                                            self.bandwidth, sms=self.gpu.sms)
 
     def mla_decode(self, batch, context, heads, kv: str = "bf16",
                    fp8_attention: bool = False):
         kind = kv if ops.native(self.gpu, "fp8") and self.model(f"mla_decode:{kv}") else "bf16"
         return timing.mla_decode_time(self._need(f"mla_decode:{kind}"), batch, context, heads,
                                       kv, self._decode_peak(kv, fp8_attention),
-                                      self.bandwidth)
+                                      self.bandwidth, sms=self.gpu.sms)
 
     @property
     def kernel_floor(self) -> float:

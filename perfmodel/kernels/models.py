@@ -26,43 +26,61 @@ class EfficiencyModel:
     grid: LogGrid
     peak: float  # FLOP/s the efficiencies are relative to (the fitted GPU's datasheet)
     bandwidth: float  # bytes/s likewise
+    sms: float = 0.0  # the fitted GPU's streaming multiprocessors (0: unknown)
 
     def time(self, t_roof, *coords):
         return self.floor_s + np.asarray(t_roof) * np.exp(-self.grid(*coords))
 
-    def time_on(self, flops, nbytes, peak: float, bandwidth: float, *coords):
-        """Seconds for an op of ``flops`` and ``nbytes`` on a GPU of ``peak`` FLOP/s and
-        ``bandwidth`` bytes/s.
+    def time_on(self, flops, nbytes, peak: float, bandwidth: float, *coords,
+                sms: float = 0.0):
+        """Seconds for an op of ``flops`` and ``nbytes`` on a GPU of ``peak`` FLOP/s,
+        ``bandwidth`` bytes/s and ``sms`` streaming multiprocessors.
 
-        On the fitted GPU this is ``floor + t_roof / eta``.  On another GPU the measured
-        inefficiency is charged to the resource that bound the op where it was measured:
-        charged to compute, the op keeps its compute efficiency and may turn
-        memory-bound at full bandwidth (time T_c); charged to memory, the reverse (T_m).
-        The two are blended by the op's compute share w = 1 / (1 + (B/W / F/P)^2) on the
-        fitted GPU, which is 1 deep in its compute-bound region and 0 deep in its
-        memory-bound one, and continuous across its ridge point.  (A single efficiency
-        ratio applied to the target's roofline would scale a memory-side inefficiency
-        by the target's compute speed -- on a compute-starved GPU like the H20 that
-        overstates it several times.)
+        On the fitted GPU this is ``t = floor + max(C, M) / eta`` with C = F / P and
+        M = B / W the op's ideal compute and memory times.  Another GPU changes C and M;
+        what the measured time holds besides them is kept (the resource-sum transfer):
+
+        * write the fitted time as ``t - floor = C + M + r``;
+        * ``r >= 0``: the kernel did not overlap its loads with its math, and spent ``r``
+          more on work neither resource explains (issue, synchronisation, epilogue,
+          scale promotion, wave tails).  That work runs at the rate of the SMs, so on
+          the target ``t' = floor + C' + M' + r S / S'``;
+        * ``r < 0``: the kernel hid a share ``phi = -r / min(C, M)`` of the smaller
+          resource's time under the larger; on the target it hides the same share,
+          ``t' = floor + C' + M' - phi min(C', M')``.
+
+        Deep in one regime this keeps the measured efficiency's *excess time* rather
+        than the efficiency itself: a GEMM at 65 % of an H100's FP8 peak stays at 65 %
+        on an H200 (same SMs and peak), but reaches ~89 % on an H20, whose SMs are the
+        same with tensor cores a quarter as fast; and a memory-bound kernel whose
+        compute was negligible on the H100 pays for it on the H20, where the two are
+        comparable and add.  Published DeepGEMM benchmarks of one kernel on both GPUs
+        bear out the second effect (docs/validation.md, part b).  Without SM counts
+        (``sms`` 0 on either side) ``r`` is kept as it is.
         """
         eff = np.exp(self.grid(*coords))
         flops, nbytes = np.asarray(flops, float), np.asarray(nbytes, float)
-        if peak == self.peak and bandwidth == self.bandwidth:
-            return self.floor_s + np.maximum(flops / peak, nbytes / bandwidth) / eff
-        ratio = (nbytes / self.bandwidth) / np.maximum(flops / self.peak, 1e-30)
-        w = 1.0 / (1.0 + ratio * ratio)
-        t_c = np.maximum(flops / (peak * eff), nbytes / bandwidth)
-        t_m = np.maximum(flops / peak, nbytes / (bandwidth * eff))
-        return self.floor_s + w * t_c + (1.0 - w) * t_m
+        c_s, m_s = flops / self.peak, nbytes / self.bandwidth
+        if peak == self.peak and bandwidth == self.bandwidth and sms in (0.0, self.sms):
+            return self.floor_s + np.maximum(c_s, m_s) / eff
+        c_t, m_t = flops / peak, nbytes / bandwidth
+        r = np.maximum(c_s, m_s) / eff - (c_s + m_s)
+        rate = (self.sms / sms) if (sms > 0 and self.sms > 0) else 1.0
+        hidden = np.minimum(-r / np.maximum(np.minimum(c_s, m_s), 1e-30), 1.0)
+        extra = np.where(r >= 0.0, r * rate, -hidden * np.minimum(c_t, m_t))
+        return self.floor_s + c_t + m_t + extra
+
+    def with_sms(self, sms: float) -> EfficiencyModel:
+        return EfficiencyModel(self.floor_s, self.grid, self.peak, self.bandwidth, float(sms))
 
     def to_dict(self) -> dict:
         return {"form": "efficiency", "floor_s": self.floor_s, "peak": self.peak,
-                "bandwidth": self.bandwidth, "grid": self.grid.to_dict()}
+                "bandwidth": self.bandwidth, "sms": self.sms, "grid": self.grid.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> EfficiencyModel:
         return cls(float(d["floor_s"]), LogGrid.from_dict(d["grid"]), float(d["peak"]),
-                   float(d["bandwidth"]))
+                   float(d["bandwidth"]), float(d.get("sms", 0.0)))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import pandas as pd
 
 from perfmodel.hardware import GPU
 from perfmodel.kernels import fit, ops, timing
+from perfmodel.kernels.models import EfficiencyModel
 
 # Kernel sources that are not what a server runs for a standard gated transformer.
 _EXCLUDED_SOURCES = ("eager", "nongated", "situ_as_silu", "marlin", "mxfp4", "gptoss",
@@ -365,7 +366,13 @@ def physical(obs: Observations, gpu: GPU) -> Observations:
 
 # ------------------------------------------------------------------------ fit / predict
 def fit_observations(obs: Observations, gpu: GPU):
-    """Fit the model of ``obs`` with ``gpu``'s datasheet as the roofline reference."""
+    """Fit the model of ``obs`` with ``gpu``'s datasheet as the roofline reference (and
+    its SM count, for the transfer of :meth:`EfficiencyModel.time_on`)."""
+    model = _fit(obs, gpu)
+    return model.with_sms(gpu.sms) if isinstance(model, EfficiencyModel) else model
+
+
+def _fit(obs: Observations, gpu: GPU):
     c = obs.cols
     bw = ops.hbm(gpu)
     if obs.op == "gemm":
@@ -408,29 +415,31 @@ def predict(obs: Observations, model, gpu: GPU, fitted_on: GPU | None = None) ->
     bw = ops.hbm(gpu)
     if obs.op == "gemm":
         return timing.gemm_time(model, c["m"], c["n"], c["k"], obs.kind,
-                                ops.peak_flops(gpu, obs.kind), bw)
+                                ops.peak_flops(gpu, obs.kind), bw, sms=gpu.sms)
     if obs.op == "moe":
         return timing.moe_time(model, c["tokens"], c["hidden"], c["inter"], c["topk"],
                                c["experts"], c["ep"], obs.kind, ops.peak_flops(gpu, obs.kind),
-                               bw, balanced=True)
+                               bw, balanced=True, sms=gpu.sms)
     if obs.op == "moe_imbalance":
         return timing.imbalance(model, c["tokens_per_expert"], c["ep"])
     if obs.op == "context_attention":
         s = c["seq"]
         return timing.context_attention_time(model, c["batch"], s, 0.5 * s * (s + 1.0), s,
                                              c["heads"], c["kv_heads"], c["head_dim"],
-                                             obs.kind, _attention_peak(gpu, obs.kind), bw)
+                                             obs.kind, _attention_peak(gpu, obs.kind), bw,
+                                             sms=gpu.sms)
     if obs.op == "mla_context":
         s = c["seq"]
         return timing.mla_context_time(model, c["batch"], s, 0.5 * s * (s + 1.0), s,
-                                       c["heads"], ops.peak_flops(gpu, "bf16"), bw)
+                                       c["heads"], ops.peak_flops(gpu, "bf16"), bw,
+                                       sms=gpu.sms)
     if obs.op == "decode_attention":
         return timing.decode_attention_time(model, c["batch"], c["context"], c["heads"],
                                             c["kv_heads"], c["head_dim"], obs.kind,
-                                            ops.peak_flops(gpu, "bf16"), bw)
+                                            ops.peak_flops(gpu, "bf16"), bw, sms=gpu.sms)
     if obs.op == "mla_decode":
         return timing.mla_decode_time(model, c["batch"], c["context"], c["heads"], obs.kind,
-                                      ops.peak_flops(gpu, "bf16"), bw)
+                                      ops.peak_flops(gpu, "bf16"), bw, sms=gpu.sms)
     if obs.op == "allreduce":
         scale = 1.0 if fitted_on is None else fitted_on.scaleup_gbps / gpu.scaleup_gbps
         return timing.allreduce_time({int(obs.kind): model}, c["bytes"], int(obs.kind), scale)

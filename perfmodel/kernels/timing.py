@@ -1,11 +1,11 @@
 """Operation times from fitted kernel models -- the functions both the perf model and
 the calibration's held-out validation call, so what is validated is what is used.
 
-Each takes the fitted model, the op's shape, and the *target* GPU's peak FLOP/s and
-HBM bytes/s (``perfmodel.kernels.ops.peak_flops`` / ``hbm``).  On the GPU a model was
+Each takes the fitted model, the op's shape, and the *target* GPU's peak FLOP/s,
+HBM bytes/s (``perfmodel.kernels.ops.peak_flops`` / ``hbm``) and SM count.  On the GPU a model was
 fitted on these are the fitting GPU's own figures and the model reproduces its
-measurements; on another GPU the roofline moves with the datasheet and the measured
-inefficiency stays with the resource that bound the op
+measurements; on another GPU the ideal compute and memory times move with the
+datasheet and the rest of the measured time is kept, scaled by the SM count
 (:meth:`~perfmodel.kernels.models.EfficiencyModel.time_on`).
 """
 
@@ -22,18 +22,21 @@ from perfmodel.kernels.models import (
 )
 
 
-def gemm_time(model: EfficiencyModel, m, n, k, kind: str, peak: float, bandwidth: float):
+def gemm_time(model: EfficiencyModel, m, n, k, kind: str, peak: float, bandwidth: float,
+              sms: float = 0.0):
     flops, nbytes = ops.gemm_work(m, n, k, kind)
-    return model.time_on(flops, nbytes, peak, bandwidth, *ops.gemm_coords(m, n, k))
+    return model.time_on(flops, nbytes, peak, bandwidth, *ops.gemm_coords(m, n, k),
+                         sms=sms)
 
 
 def moe_time(model: EfficiencyModel, tokens, hidden, inter, topk, experts, ep, kind: str,
-             peak: float, bandwidth: float, balanced: bool = False):
+             peak: float, bandwidth: float, balanced: bool = False, sms: float = 0.0):
     """One MoE layer's grouped GEMMs (with routing and finalize, as measured) on one GPU
     of an ``ep``-GPU expert-parallel group that receives ``tokens`` tokens in all."""
     flops, nbytes = ops.moe_work(tokens, hidden, inter, topk, experts, ep, kind, balanced)
     return model.time_on(flops, nbytes, peak, bandwidth,
-                         *ops.moe_coords(tokens, hidden, inter, topk, experts, ep))
+                         *ops.moe_coords(tokens, hidden, inter, topk, experts, ep),
+                         sms=sms)
 
 
 def imbalance(grid: LogGrid | None, tokens_per_expert, ep):
@@ -45,35 +48,36 @@ def imbalance(grid: LogGrid | None, tokens_per_expert, ep):
 
 
 def context_attention_time(model: EfficiencyModel, batch, seq, pairs, new_tokens, heads,
-                           kv_heads, head_dim, kind: str, peak: float, bandwidth: float):
+                           kv_heads, head_dim, kind: str, peak: float, bandwidth: float,
+                           sms: float = 0.0):
     flops, nbytes = ops.context_attention_work(batch, pairs, new_tokens, heads, kv_heads,
                                                head_dim, kind)
     coords = ops.context_coords(seq, np.asarray(batch, float) * heads, head_dim)
-    return model.time_on(flops, nbytes, peak, bandwidth, *coords)
+    return model.time_on(flops, nbytes, peak, bandwidth, *coords, sms=sms)
 
 
 def mla_context_time(model: EfficiencyModel, batch, seq, pairs, new_tokens, heads,
-                     peak: float, bandwidth: float):
+                     peak: float, bandwidth: float, sms: float = 0.0):
     flops, nbytes = ops.mla_context_work(batch, pairs, new_tokens, heads)
     coords = ops.context_coords(seq, np.asarray(batch, float) * heads, 128.0)[:2]
-    return model.time_on(flops, nbytes, peak, bandwidth, *coords)
+    return model.time_on(flops, nbytes, peak, bandwidth, *coords, sms=sms)
 
 
 def decode_attention_time(model: EfficiencyModel, batch, context, heads, kv_heads, head_dim,
-                          kv_kind: str, peak: float, bandwidth: float):
+                          kv_kind: str, peak: float, bandwidth: float, sms: float = 0.0):
     """A decode step's attention over ``batch`` sequences of ``context`` cached tokens."""
     flops, nbytes = ops.decode_attention_work(batch, context, heads, kv_heads, head_dim,
                                               kv_kind)
     return model.time_on(flops, nbytes, peak, bandwidth,
                          *ops.decode_attention_coords(batch, context, heads, kv_heads,
-                                                      head_dim))
+                                                      head_dim), sms=sms)
 
 
 def mla_decode_time(model: EfficiencyModel, batch, context, heads, kv_kind: str, peak: float,
-                    bandwidth: float):
+                    bandwidth: float, sms: float = 0.0):
     flops, nbytes = ops.mla_decode_work(batch, context, heads, kv_kind)
     return model.time_on(flops, nbytes, peak, bandwidth,
-                         *ops.mla_decode_coords(batch, context, heads))
+                         *ops.mla_decode_coords(batch, context, heads), sms=sms)
 
 
 def allreduce_time(curves: dict[int, CurveModel], nbytes, gpus: int, link_scale: float = 1.0):

@@ -1,9 +1,9 @@
 """Which measured GPU's kernel fits to use for a GPU the database does not cover.
 
-The fitted efficiencies are functions of an op's *roofline position* (its arithmetic
-intensity relative to the GPU's ridge point P/W, through the roofline and the ``m_scale``
-of :mod:`perfmodel.kernels.timing`) and of its shape; evaluated with the target GPU's
-own datasheet they give the target's times.  What transfers well is therefore an
+The fitted efficiencies are functions of an op's shape; evaluated with the target GPU's
+own datasheet (peak, bandwidth, SM count) they give the target's times: the ideal
+compute and memory times move, the kernel's measured excess over them is kept
+(:meth:`perfmodel.kernels.models.EfficiencyModel.time_on`).  What transfers well is therefore an
 architecture that executes the same kernels in the same way, so the rule is:
 
 * **compute ops** (GEMM, MoE, attention): the measured GPU minimising

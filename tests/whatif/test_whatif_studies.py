@@ -73,14 +73,22 @@ def test_heterogeneous_at_least_every_homogeneous_at_equal_cost(study, request):
     for option in ("H200 only", "H20 only"):
         for budget, value in lines[option]:
             assert geq(mix[budget], value), (option, budget, value, mix[budget])
-    # and somewhere strictly better: mixing the types is worth something here
-    assert any(mix[b] > 1.01 * max(dict(lines[o])[b] for o in ("H200 only", "H20 only"))
-               for b in mix)
     for o in result.outcomes:
         assert o.cost_per_hour <= o.scenario.budget * (1 + 1e-9)
         used = o.gpus
         for t in o.scenario.supply:
             assert used.get(t.name, 0) <= t.available
+
+
+def test_mixing_pays_once_the_cheaper_type_runs_out(inventory_study):
+    """The inventory's 32 H20 cost 32 $/h: above that, H20 alone cannot spend the budget
+    and H200 alone leaves the cheap capacity unused, so the mix beats both (with
+    unlimited supply either type alone may be the best buy)."""
+    lines = by_option(inventory_study)
+    mix = dict(lines[MIX])
+    for b in (b for b in BUDGETS if b >= 48):
+        best_single = max(dict(lines[o])[b] for o in ("H200 only", "H20 only"))
+        assert mix[b] > 1.01 * best_single, (b, mix[b], best_single)
 
 
 def test_equal_cost_study_matches_the_sweep_at_the_base_budget(inventory_study):

@@ -1,0 +1,94 @@
+"""Published kernel benchmarks posed to the fitted kernels (``docs/validation.md``, part b).
+
+The held-out transfer of part (b) can only pair GPUs the database measured, and every
+such pair has the same tensor-core rate per SM within an architecture.  The H20 does
+not: it keeps the Hopper SM with its tensor cores throttled to about a quarter of the
+H100's rate.  Published DeepGEMM benchmarks of one kernel on both GPUs
+(``perfmodel/data/kernel_benchmarks.yaml``) check the term of the transfer rule that
+handles that (:meth:`perfmodel.kernels.models.EfficiencyModel.time_on`): each row is
+predicted from the shipped tables, once with the rule and once with the efficiency
+simply carried over (the rule without its SM term).
+
+A grouped masked GEMM of ``groups`` experts, each ``m`` x ``n`` x ``k``, is posed as one
+GEMM of ``m`` rows and ``groups x n`` columns: the same FLOPs, weights and output tiles
+(the kernel tiles each group's m x n block exactly as one m x (groups n) block), with
+the activations read once instead of per group -- a few per cent of the bytes at these
+shapes.  The tables are SGLang's FP8 block-scaled GEMMs, which SGLang runs on DeepGEMM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+
+from perfmodel.hardware import get_gpu
+from perfmodel.kernels import ops, timing
+from perfmodel.kernels.library import kernels_for
+
+ENGINE = "sglang"
+KIND = "fp8_block"
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    gpu: str
+    source: str
+    groups: int
+    m: int
+    n: int
+    k: int
+    us: float
+
+
+@lru_cache(maxsize=1)
+def load() -> tuple[tuple[KernelRow, ...], dict[str, dict[str, str]]]:
+    text = resources.files("perfmodel").joinpath("data/kernel_benchmarks.yaml").read_text()
+    doc = yaml.safe_load(text)
+    rows = tuple(KernelRow(**r) for r in doc["rows"])
+    return rows, {k: dict(v) for k, v in doc["sources"].items()}
+
+
+def predict_us(row: KernelRow, sm_rate: bool = True) -> float:
+    """Microseconds the shipped tables give for ``row`` on its GPU; ``sm_rate=False``
+    drops the SM term of the transfer rule (the efficiency carries over as it is)."""
+    gpu = get_gpu(row.gpu)
+    ks = kernels_for(gpu, ENGINE)
+    model = ks.model(f"gemm:{KIND}")
+    t = timing.gemm_time(model, row.m, row.groups * row.n, row.k, KIND,
+                         ops.peak_flops(gpu, KIND), ops.hbm(gpu),
+                         sms=gpu.sms if sm_rate else 0.0)
+    return float(np.ravel(t)[0]) * 1e6
+
+
+def table() -> list[dict[str, Any]]:
+    """One row per benchmark: measured and predicted microseconds, errors
+    (ours / measured - 1), and the source system the tables came from."""
+    rows, _ = load()
+    out = []
+    for r in rows:
+        ks = kernels_for(get_gpu(r.gpu), ENGINE)
+        _, system, _ = ks.resolve(f"gemm:{KIND}")
+        ours = predict_us(r)
+        carried = predict_us(r, sm_rate=False)
+        out.append({"gpu": r.gpu, "source": r.source, "shape": (r.groups, r.m, r.n, r.k),
+                    "fitted_on": system, "measured_us": r.us, "ours_us": ours,
+                    "error": ours / r.us - 1.0, "carried_us": carried,
+                    "carried_error": carried / r.us - 1.0})
+    return out
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per GPU: median |error| with the rule and with the efficiency carried over."""
+    out: dict[str, dict[str, float]] = {}
+    for gpu in sorted({r["gpu"] for r in rows}):
+        mine = [r for r in rows if r["gpu"] == gpu]
+        out[gpu] = {"rows": float(len(mine)),
+                    "median_abs": float(np.median([abs(r["error"]) for r in mine])),
+                    "carried_median_abs": float(np.median([abs(r["carried_error"])
+                                                           for r in mine]))}
+    return out
