@@ -111,15 +111,18 @@ def published_kernel_section() -> list[str]:
     _, sources = kb.load()
     lines = ["### A GPU outside the database: published kernel benchmarks", "",
              "Every pair above has the same tensor rate per SM.  The H20 does not (the "
-             "Hopper SM, tensor cores throttled to a quarter of the H100's rate), so the "
-             "SM term of the rule is checked on published DeepGEMM benchmarks of one "
-             "kernel on both GPUs (`perfmodel/data/kernel_benchmarks.yaml`, "
+             "Hopper SM, tensor cores throttled to a quarter of the H100's rate), and there "
+             "the rule departs most from carrying a kernel's efficiency over; it is "
+             "checked on published DeepGEMM benchmarks of one kernel on both GPUs "
+             "(`perfmodel/data/kernel_benchmarks.yaml`, "
              "`perfmodel/kernel_benchmarks.py`): a masked grouped FP8 GEMM of `groups` "
              "experts, each m x n x k, predicted from SGLang's fitted FP8-block GEMM "
              "tables as one m x (groups n) x k GEMM.  The H100 rows check that proxy on a "
-             "measured GPU; the H20 rows the transfer rule, with and without its SM term.",
+             "measured GPU; the H20 rows the transfer rule, and the efficiency carried over "
+             "(the fitted GPU's efficiency at the shape on the H20's roofline).",
              "",
-             "| GPU | tables of | groups, m, n, k | measured | ours | error | without SM term |",
+             "| GPU | tables of | groups, m, n, k | measured | ours | error "
+             "| efficiency carried over |",
              "|---|---|---|---:|---:|---:|---:|"]
     for r in rows:
         g, m, n, k = r["shape"]
@@ -128,8 +131,10 @@ def published_kernel_section() -> list[str]:
                      f"{_pct(r['error'])} | {_pct(r['carried_error'])} |")
     lines.append("")
     for gpu, v in summ.items():
-        lines.append(f"- **{gpu}**: median |error| {_abs(v['median_abs'])} "
-                     f"(without the SM term {_abs(v['carried_median_abs'])}).")
+        lines.append(f"- **{gpu}**: median |error| {_abs(v['median_abs'])}, worst "
+                     f"{_abs(v['worst_abs'])} (efficiency carried over: median "
+                     f"{_abs(v['carried_median_abs'])}, "
+                     f"worst {_abs(v['carried_worst_abs'])}).")
     lines += ["", "Sources:", ""]
     lines += [f"- {k}: {v['title']} ({v['date']}), {v['url']}" for k, v in sources.items()]
     return lines + [""]

@@ -144,13 +144,14 @@ def test_transfer_adds_a_compute_time_the_fitted_gpu_hid():
 
 def test_h20_transfer_matches_published_deepgemm_benchmarks():
     """Published DeepGEMM masked grouped GEMMs: the H100 rows check the proxy on a
-    measured GPU, the H20 rows the transfer rule (the rule it replaced, an efficiency
-    carried over, was 33 % too fast at the median)."""
+    measured GPU, the H20 rows the transfer rule (the blended rule it replaced was 33 %
+    too fast at the median; the fitted efficiency on the H20's roofline is 42 % too fast
+    where the H100 was memory-bound)."""
     from perfmodel.kernel_benchmarks import summary, table
 
     s = summary(table())
     assert s["H100-SXM"]["median_abs"] < 0.08
-    assert s["H20"]["median_abs"] < 0.2
+    assert s["H20"]["median_abs"] < 0.2 and s["H20"]["worst_abs"] < 0.35
 
 
 def test_sglang_tensor_parallel_moe_runs_the_faster_of_its_two_backends():
