@@ -28,7 +28,7 @@ import numpy as np
 import yaml
 
 from perfmodel.hardware import get_gpu
-from perfmodel.kernels import ops, timing
+from perfmodel.kernels import ops
 from perfmodel.kernels.library import kernels_for
 
 ENGINE = "sglang"
@@ -58,14 +58,14 @@ def predict_us(row: KernelRow, carried: bool = False) -> float:
     """Microseconds the shipped tables give for ``row`` on its GPU; ``carried``: with the
     fitted efficiency carried over to the target's roofline instead of the rule."""
     gpu = get_gpu(row.gpu)
-    model = kernels_for(gpu, ENGINE).model(f"gemm:{KIND}")
+    ks = kernels_for(gpu, ENGINE)
     m, n, k = row.m, row.groups * row.n, row.k
-    peak, bandwidth = ops.peak_flops(gpu, KIND), ops.hbm(gpu)
     if carried:
         flops, nbytes = ops.gemm_work(m, n, k, KIND)
-        t = model.time(ops.roofline(flops, nbytes, peak, bandwidth), *ops.gemm_coords(m, n, k))
+        t_roof = ops.roofline(flops, nbytes, ks.peak(KIND), ks.bandwidth)
+        t = ks.model(f"gemm:{KIND}").time(t_roof, *ops.gemm_coords(m, n, k))
     else:
-        t = timing.gemm_time(model, m, n, k, KIND, peak, bandwidth, sms=gpu.sms)
+        t = ks.gemm(m, n, k, KIND)
     return float(np.ravel(t)[0]) * 1e6
 
 

@@ -41,6 +41,39 @@ def run_cli(capsys):
     return _run
 
 
+class EvaluationFault:
+    """Makes one layout evaluation of a search raise (see :func:`evaluation_fault`)."""
+
+    def __init__(self, monkeypatch) -> None:
+        from planner.evaluate import LayoutEvaluator
+
+        self._monkeypatch, self._cls = monkeypatch, LayoutEvaluator
+        self._real = LayoutEvaluator.__call__
+        self.calls = 0
+
+    def arm(self, at: int, exc: BaseException) -> None:
+        """The ``at``-th evaluation from now raises ``exc``; the others run for real."""
+        real = self._real
+
+        def faulty(evaluator, layout):
+            self.calls += 1
+            if self.calls == at:
+                raise exc
+            return real(evaluator, layout)
+
+        self._monkeypatch.setattr(self._cls, "__call__", faulty)
+
+    def disarm(self) -> None:
+        self._monkeypatch.setattr(self._cls, "__call__", self._real)
+
+
+@pytest.fixture
+def evaluation_fault(monkeypatch) -> EvaluationFault:
+    """Interrupt or break a search at a chosen evaluation (``.arm(3, KeyboardInterrupt)``);
+    ``.calls`` counts the evaluations made since."""
+    return EvaluationFault(monkeypatch)
+
+
 @pytest.fixture(autouse=True)
 def _every_plan_accounted(monkeypatch):
     """Every plan the suite makes (``Plan.to_dict``, and the closed loop's rewrite of it)

@@ -146,8 +146,10 @@ class KernelSet:
         key = f"moe:{table}"
         t = timing.moe_time(self._need(key), tokens, hidden, inter, topk, experts, ep, kind,
                             self.peak(table), self.bandwidth, sms=self.gpu.sms)
+        if self.engine == _PREFERRED_ENGINE["moe"]:
+            return t
         own, _, engine = self.resolve(key, own=True)
-        if own is None or engine != self.engine or engine == _PREFERRED_ENGINE["moe"]:
+        if own is None or engine != self.engine:
             return t
         return np.minimum(t, timing.moe_time(own, tokens, hidden, inter, topk, experts, ep,
                                              kind, self.peak(table), self.bandwidth,

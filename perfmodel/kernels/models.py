@@ -64,11 +64,13 @@ class EfficiencyModel:
         if peak == self.peak and bandwidth == self.bandwidth and sms in (0.0, self.sms):
             return self.floor_s + np.maximum(c_s, m_s) / eff
         c_t, m_t = flops / peak, nbytes / bandwidth
-        r = np.maximum(c_s, m_s) / eff - (c_s + m_s)
+        smaller = np.minimum(c_s, m_s)
+        # at most all of min(C, M) is hidden (a fitted eta above 1 would hide more)
+        r = np.maximum(np.maximum(c_s, m_s) / eff - (c_s + m_s), -smaller)
         rate = (self.sms / sms) if (sms > 0 and self.sms > 0) else 1.0
-        hidden = np.minimum(-r / np.maximum(np.minimum(c_s, m_s), 1e-30), 1.0)
-        extra = np.where(r >= 0.0, r * rate, -hidden * np.minimum(c_t, m_t))
-        return self.floor_s + c_t + m_t + extra
+        # r scales with the SMs when it is extra work, with min(C, M) when it is overlap
+        hidden = np.minimum(c_t, m_t) / np.maximum(smaller, 1e-30)
+        return self.floor_s + c_t + m_t + r * np.where(r >= 0.0, rate, hidden)
 
     def with_sms(self, sms: float) -> EfficiencyModel:
         return EfficiencyModel(self.floor_s, self.grid, self.peak, self.bandwidth, float(sms))

@@ -2,9 +2,9 @@
 the calibration's held-out validation call, so what is validated is what is used.
 
 Each takes the fitted model, the op's shape, and the *target* GPU's peak FLOP/s,
-HBM bytes/s (``perfmodel.kernels.ops.peak_flops`` / ``hbm``) and SM count.  On the GPU a model was
-fitted on these are the fitting GPU's own figures and the model reproduces its
-measurements; on another GPU the ideal compute and memory times move with the
+HBM bytes/s (``perfmodel.kernels.ops.peak_flops`` / ``hbm``) and SM count.  On the GPU
+a model was fitted on these are the fitting GPU's own figures and the model reproduces
+its measurements; on another GPU the ideal compute and memory times move with the
 datasheet and the rest of the measured time is kept, scaled by the SM count
 (:meth:`~perfmodel.kernels.models.EfficiencyModel.time_on`).
 """

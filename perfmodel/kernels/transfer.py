@@ -3,8 +3,9 @@
 The fitted efficiencies are functions of an op's shape; evaluated with the target GPU's
 own datasheet (peak, bandwidth, SM count) they give the target's times: the ideal
 compute and memory times move, the kernel's measured excess over them is kept
-(:meth:`perfmodel.kernels.models.EfficiencyModel.time_on`).  What transfers well is therefore an
-architecture that executes the same kernels in the same way, so the rule is:
+(:meth:`perfmodel.kernels.models.EfficiencyModel.time_on`).  What transfers well is
+therefore an architecture that executes the same kernels in the same way, so the rule
+is:
 
 * **compute ops** (GEMM, MoE, attention): the measured GPU minimising
 

@@ -173,9 +173,7 @@ class WhatIfRunner:
             key = sc.key()
             hit = self._solved[key]
             if key in self._emitted:
-                hit = Outcome(sc, hit.status, hit.requests_per_s, hit.cost_per_hour,
-                              hit.layout, hit.roles, hit.bound, hit.gap, 0.0,
-                              hit.decode_mean, cached=True)
+                hit = replace(hit, scenario=sc, seconds=0.0, cached=True)
             elif hit.scenario is not sc:
                 hit = replace(hit, scenario=sc)
             self._emitted.add(key)

@@ -120,21 +120,10 @@ def test_plan_out_is_checked_before_the_search(run_cli, small_inventory, tmp_pat
     (RuntimeError("a bug"), None),
 ])
 def test_failed_search_leaves_no_checkpoint_or_folders(run_cli, small_inventory, tmp_path,
-                                                        monkeypatch, failure, rc_expected):
+                                                        evaluation_fault, failure, rc_expected):
     """A search that fails (not interrupted) removes its checkpoint and the folders made
     for it; only Ctrl-C keeps a checkpoint (test_cli_plan's resume test)."""
-    from planner.evaluate import LayoutEvaluator
-
-    real_call = LayoutEvaluator.__call__
-    calls = {"n": 0}
-
-    def failing(self, layout):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise failure
-        return real_call(self, layout)
-
-    monkeypatch.setattr(LayoutEvaluator, "__call__", failing)
+    evaluation_fault.arm(3, failure)
     out = tmp_path / "new" / "deeper" / "run"
     argv = (*PLAN, "--inventory", str(small_inventory), "--search", "divider",
             "--iterations", "1", "--batch-size", "2", "--no-exact", "--out", str(out))
@@ -144,7 +133,7 @@ def test_failed_search_leaves_no_checkpoint_or_folders(run_cli, small_inventory,
     else:
         rc, _, err = run_cli(*argv)
         assert rc == rc_expected and "no layout serves this" in err
-    assert calls["n"] == 3  # the search ran, and saved a checkpoint before failing
+    assert evaluation_fault.calls == 3  # the search ran, and saved a checkpoint before failing
     assert _tree(tmp_path) == []
 
 

@@ -101,22 +101,12 @@ def test_usage_errors(run_cli, small_inventory):
 
 
 @pytest.mark.slow
-def test_ctrl_c_saves_and_resume_completes(run_cli, small_inventory, tmp_path, monkeypatch):
+def test_ctrl_c_saves_and_resume_completes(run_cli, small_inventory, tmp_path,
+                                           evaluation_fault):
     """Ctrl-C during the search keeps a checkpoint and prints how to resume; the resumed
     run does not re-evaluate what was finished and writes the run folder."""
-    from planner.evaluate import LayoutEvaluator
-
     out = tmp_path / "run"
-    real_call = LayoutEvaluator.__call__
-    calls = {"n": 0}
-
-    def interrupting(self, layout):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real_call(self, layout)
-
-    monkeypatch.setattr(LayoutEvaluator, "__call__", interrupting)
+    evaluation_fault.arm(3, KeyboardInterrupt())
     args = ("plan", "--inventory", str(small_inventory), "--search", "divider",
             "--iterations", "2", "--batch-size", "4", "--ranges", "8", "--no-exact",
             "--no-homogeneous", "--out", str(out), "-q")
@@ -126,7 +116,7 @@ def test_ctrl_c_saves_and_resume_completes(run_cli, small_inventory, tmp_path, m
     checkpoint = out.parent / f".{out.name}.checkpoint.json"
     assert checkpoint.is_file() and not out.exists()
 
-    monkeypatch.setattr(LayoutEvaluator, "__call__", real_call)
+    evaluation_fault.disarm()
     rc, _, err = run_cli(*args, "--resume")
     assert rc == 0, err
     plan = json.loads((out / "plan.json").read_text())
