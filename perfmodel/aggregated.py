@@ -106,9 +106,14 @@ def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
         comp["routed_experts"] = moe * layers.routed_experts(ks, model, rows, tp, dp, ep,
                                                              calib.eplb_residual(ep))[0]
         dispatch, combine = layers.moe_comm(ks, model, rows, tp, ep, gpu.gpus_per_domain,
-                                            "ll")
+                                            "ll", dp)
         comp["alltoall"] = moe * (dispatch + combine)
+        gather, reduce_ = layers.dp_gather(ks, model, rows, tp, dp, ep, gpu.gpus_per_domain,
+                                           calib.engine)
+        comp["dp_allgather+expert_reduce"] = moe * (gather + reduce_)
     comp["lm_head"] = layers.lm_head(ks, model, batch + prompts, tp, ep)
+    comp["logits_gather"] = layers.logits_gather(ks, model, batch + prompts, tp, ep,
+                                                 gpu.gpus_per_domain) + 0.0 * batch
     comp["step_gap"] = prof.step_gap_s + 0.0 * batch
     comp["_chunk"] = chunk
     comp["_yield"] = tokens_per_step + 0.0 * batch

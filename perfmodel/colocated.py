@@ -35,7 +35,7 @@ from perfmodel.island import (
 )
 from perfmodel.memory import max_decode_batch, usable_bytes, weight_bytes_per_gpu
 from perfmodel.models import ModelSpec
-from perfmodel.parallel import ParallelConfig, enumerate_configs
+from perfmodel.parallel import ParallelConfig, enumerate_configs, launch_reason
 
 #: Batches per attention group evaluated: 1-8, then four per octave to 2048.
 BATCHES = np.unique(np.concatenate([np.arange(1, 9, dtype=float),
@@ -77,16 +77,26 @@ def _points(gpu: GPU, model: ModelSpec, c: ParallelConfig, shape: WorkloadShape,
 
 
 def colocated_table(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape,
-                    slo: SLO = SLO(), calib: Calibration | None = None) -> PhaseTable:
+                    slo: SLO = SLO(), calib: Calibration | None = None,
+                    gpus_per_node: int | None = None) -> PhaseTable:
     """The ``both`` phase table of an island (module docstring); cached.  ``latency_ms``
-    is the TPOT, ``ttft_ms`` the TTFT."""
+    is the TPOT, ``ttft_ms`` the TTFT.  Only layouts the engine of ``calib`` launches
+    (``perfmodel.launch``) on servers of ``gpus_per_node`` GPUs (default: the GPU's
+    NVLink domain) are candidates."""
     calib = calib or Calibration()
-    key = (gpu.spec_key(), size, model, shape.key(), slo, calib.key())
+    key = (gpu.spec_key(), size, model, shape.key(), slo, calib.key(), gpus_per_node)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
     n = len(shape.pmf)
-    configs = [c for c in enumerate_configs(size, model)
+    per_node = gpus_per_node or gpu.gpus_per_domain
+    launchable = enumerate_configs(size, model, calib.engine, per_node)
+    if not launchable:
+        table = PhaseTable("both", None, np.zeros(n), np.zeros(n), np.zeros(n),
+                           reason=launch_reason(size, model, calib.engine, per_node))
+        _CACHE[key] = table
+        return table
+    configs = [c for c in launchable
                if float(np.asarray(weight_bytes_per_gpu(
                    model, np.array([[float(c.tp)]]), np.array([[float(c.dp)]]),
                    np.array([[float(c.ep)]]))).ravel()[0]) <= usable_bytes(gpu, calib)]

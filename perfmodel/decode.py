@@ -209,12 +209,20 @@ def decode_components(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Cali
         comp["routed_experts"] = experts * ways
         comp["expert_skew"] = skew + 0.0 * experts  # a factor, not a time (for display)
         dispatch, combine = layers.moe_comm(ks, model, batch * (1 + k_draft), tp, ep,
-                                            gpu.gpus_per_domain, "ll")
+                                            gpu.gpus_per_domain, "ll", dp)
         comp["alltoall_dispatch"] = dispatch
         comp["alltoall_combine"] = combine
+        # attention DP with experts split by width over the island (ep 1): the groups'
+        # tokens gathered to every GPU and the partial sums reduced (not overlapped)
+        gather, reduce_ = layers.dp_gather(ks, model, batch * (1 + k_draft), tp, dp, ep,
+                                           gpu.gpus_per_domain, calib.engine)
+        comp["dp_allgather"] = gather + 0.0 * batch
+        comp["expert_reduce"] = reduce_ + 0.0 * batch
         # SMs the communication kernels hold are taken from the overlapped compute.
         comp["comm_sm_share"] = np.where(on, gpu.comm_sms / gpu.sms, 0.0) + 0.0 * batch
     comp["lm_head"] = layers.lm_head(ks, model, batch * (1 + k_draft), tp, ep)
+    comp["logits_gather"] = layers.logits_gather(ks, model, batch * (1 + k_draft), tp, ep,
+                                                 gpu.gpus_per_domain) + 0.0 * batch
     if k_draft:
         one_layer = (layers.attention_projections(ks, model, batch, tp, absorbed=True)
                      + layers.elementwise(ks, model, batch)
@@ -245,13 +253,15 @@ def step_from_components(comp: dict[str, np.ndarray], model: ModelSpec, k_yield:
     dense_layers = model.dense_layers if model.is_moe else model.layers
     inv = 1.0 / k_yield
     x_d = per_layer + comp.get("dense_mlp", zero)
-    lin = (comp["lm_head"] + comp["step_gap"] + comp.get("mtp_module", zero)) * inv
+    lin = (comp["lm_head"] + comp.get("logits_gather", zero) + comp["step_gap"]
+           + comp.get("mtp_module", zero)) * inv
     d = ((x_d + intercept) * inv, slope * inv, (x_d + floor) * inv)
     if not model.is_moe:
         return StepModel(lin + zero, float(dense_layers), d[0] + zero, d[1] + zero,
                          d[2] + zero, 0.0, zero, zero, zero)
     sm = 1.0 / (1.0 - comp["comm_sm_share"])
-    x_m = (per_layer + comp["shared_experts"] + comp["routed_experts"]) * sm
+    x_m = (per_layer + comp["shared_experts"] + comp["routed_experts"]) * sm + (
+        comp.get("dp_allgather", zero) + comp.get("expert_reduce", zero))
     comm = comp["alltoall_dispatch"] + comp["alltoall_combine"]
     overlapped = comp["comm_sm_share"] > 0
     fixed = np.where(overlapped, x_m + intercept * sm, x_m + intercept * sm + comm)

@@ -34,7 +34,7 @@ from perfmodel.memory import (
     weight_bytes_per_gpu,
 )
 from perfmodel.models import ModelSpec
-from perfmodel.parallel import ConfigGrid, ParallelConfig, enumerate_configs
+from perfmodel.parallel import ConfigGrid, ParallelConfig, enumerate_configs, launch_reason
 from perfmodel.prefill import batched_prompts, prefill_pass_time
 
 
@@ -375,16 +375,46 @@ def _phase_table(phase, compute, gpu, size, model, grid, shape, slo, calib) -> P
                       deviation, _fit_reason(gpu, size, model, grid, calib, phase))
 
 
+def island_configs(gpu: GPU, size: int, model: ModelSpec, calib: Calibration,
+                   gpus_per_node: int | None = None) -> list[ParallelConfig]:
+    """The layouts the engine of ``calib`` launches on ``size`` GPUs of ``gpu``
+    (``perfmodel.launch``), servers of ``gpus_per_node`` GPUs (default: the GPU's
+    NVLink domain)."""
+    return enumerate_configs(size, model, calib.engine, gpus_per_node or gpu.gpus_per_domain)
+
+
+def _no_layout(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape, reason: str
+               ) -> IslandTable:
+    n = len(shape.pmf)
+    phases = [PhaseTable(p, None, np.zeros(n), np.zeros(n), np.zeros(n), reason=reason)
+              for p in ("prefill", "decode")]
+    return IslandTable(gpu.name, size, model.name, phases[0], phases[1])
+
+
 def benchmark_island(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape,
                      slo: SLO = SLO(), calib: Calibration = DEFAULT_CALIBRATION,
-                     configs: list[ParallelConfig] | None = None) -> IslandTable:
-    """Prefill and decode tables of an island; cached by everything they depend on."""
+                     configs: list[ParallelConfig] | None = None,
+                     gpus_per_node: int | None = None) -> IslandTable:
+    """Prefill and decode tables of an island; cached by everything they depend on.
+
+    Without ``configs``, the layouts the engine of ``calib`` launches
+    (:func:`island_configs`); where it launches none, both tables are infeasible with
+    the rule as their ``reason``."""
     key = (gpu.spec_key(), size, model, shape.key(), slo, calib.key(),
-           tuple(configs) if configs is not None else None)
+           tuple(configs) if configs is not None else None, gpus_per_node)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    grid = ConfigGrid.of(configs if configs is not None else enumerate_configs(size, model))
+    if configs is None:
+        configs = island_configs(gpu, size, model, calib, gpus_per_node)
+        if not configs:
+            table = _no_layout(gpu, size, model, shape, launch_reason(
+                size, model, calib.engine, gpus_per_node or gpu.gpus_per_domain))
+            _CACHE[key] = table
+            return table
+    elif not configs:
+        raise ValueError("benchmark_island: configs must not be empty")
+    grid = ConfigGrid.of(configs)
     # The phases are built one after the other: their kernel evaluations are many small
     # array operations, for which a second thread only adds contention on the GIL.
     prefill = _phase_table("prefill", _prefill_rps, gpu, size, model, grid, shape, slo, calib)

@@ -98,23 +98,54 @@ def routed_experts(ks: KernelSet, model: ModelSpec, rows, tp, dp, ep, eplb_resid
     return t * (1.0 + (skew - 1.0) * eplb_residual), skew
 
 
+#: How an engine returns expert-TP partial sums to the attention-DP groups when the
+#: experts are split by width over the whole island (ep 1, dp > 1): SGLang's DP attention
+#: gathers every group's tokens and all-reduces the MoE output before each group takes
+#: its slice (``dp_attention.py``: ``dp_gather`` / ``tensor_model_parallel_all_reduce``
+#: / ``dp_scatter``); TRT-LLM's attention DP all-gathers and reduce-scatters
+#: (``allgather`` + ``reducescatter`` around the MoE), as vLLM's default
+#: ``allgather_reducescatter`` all2all backend does.
+DP_REDUCE = {"sglang": "allreduce"}
+DP_REDUCE_DEFAULT = "reducescatter"
+
+
+def _ring(ks: KernelSet, kind: str, nbytes, group, domain: int):
+    """(seconds, bytes each GPU sends) of a ring collective over ``group`` GPUs whose
+    buffer is ``nbytes`` (all-reduce: the reduced vector; all-gather: the gathered one;
+    reduce-scatter: the input).  All-gather and reduce-scatter are each half of an
+    all-reduce (NCCL's ring all-reduce is a reduce-scatter then an all-gather), on the
+    measured all-reduce curves.  A group wider than the NVLink domain runs at the
+    scale-out bandwidth (``KernelSet.allreduce(..., scaleout=True)``); PCIe parts pay
+    their PCIe figure inside a server."""
+    group = np.asarray(group, float)
+    nbytes = np.asarray(nbytes, float)
+    shape = np.broadcast_shapes(np.shape(group), np.shape(nbytes))
+    out = np.zeros(shape)
+    share = 1.0 if kind == "allreduce" else 0.5
+    for g in np.unique(group):
+        if g <= 1:
+            continue
+        sel = np.broadcast_to(group == g, shape)
+        val = share * ks.allreduce(np.broadcast_to(nbytes, shape), int(g),
+                                   scaleout=bool(g > domain))
+        out = np.where(sel, val, out)
+    sent = nbytes * share * 2.0 * np.maximum(group - 1.0, 0.0) / np.maximum(group, 1.0)
+    return out, sent + 0.0 * out
+
+
 def tp_allreduce(ks: KernelSet, model: ModelSpec, rows, tp, domain: int):
     """Two all-reduces per layer (after attention and after the MLP) of bf16 hidden
     vectors across the tensor-parallel group."""
-    tp = np.asarray(tp, float)
     nbytes = np.asarray(rows, float) * model.hidden * 2.0
-    out = np.zeros(np.broadcast_shapes(np.shape(tp), np.shape(nbytes)))
-    for t in np.unique(tp):
-        if t <= 1:
-            continue
-        sel = np.broadcast_to(tp == t, out.shape)
-        val = 2.0 * ks.allreduce(np.broadcast_to(nbytes, out.shape), int(t),
-                                 scaleout=t > domain)
-        out = np.where(sel, val, out)
-    return out
+    return 2.0 * _ring(ks, "allreduce", nbytes, tp, domain)[0]
 
 
-def alltoall_bytes(model: ModelSpec, tokens_per_gpu, ep, domain: int, mode: str,
+def expert_width(tp, dp, ep):
+    """W = G / ep: GPUs each routed expert is split over by width (expert TP)."""
+    return np.asarray(tp, float) * np.asarray(dp, float) / np.asarray(ep, float)
+
+
+def alltoall_bytes(model: ModelSpec, tokens_per_gpu, ep, domain, mode: str,
                    dispatch_bytes: float):
     """(intra-domain, inter-domain) bytes one GPU sends in a dispatch, per element size
     ``dispatch_bytes``; a combine returns the same copies (at 2 bytes per element).
@@ -124,7 +155,7 @@ def alltoall_bytes(model: ModelSpec, tokens_per_gpu, ep, domain: int, mode: str,
     (prefill): one copy per distinct remote GPU inside the domain, and one per remote
     domain that holds one of the token's experts (forwarded inside it over NVLink),
     E = (D - 1)(1 - (1 - 1/D)^k), capped by group-limited routing at the number of
-    domains the allowed groups span.
+    domains the allowed groups span.  ``domain``: EP ranks per NVLink domain.
     """
     k = model.experts_per_token
     ep = np.asarray(ep, float)
@@ -143,16 +174,59 @@ def alltoall_bytes(model: ModelSpec, tokens_per_gpu, ep, domain: int, mode: str,
     return intra, per * remote
 
 
-def moe_comm(ks: KernelSet, model: ModelSpec, rows, tp, ep, domain: int, mode: str):
-    """(dispatch, combine) seconds of one MoE layer's expert all-to-all."""
+def _dispatch_elem(model: ModelSpec) -> float:
+    return 1.0 if model.weight_dtype in ("fp8", "fp4") else 2.0
+
+
+def _a2a(ks: KernelSet, model: ModelSpec, rows, tp, ep, domain: int, mode: str, dp=None):
+    """Per phase (dispatch, combine): (seconds, bytes sent per GPU, crosses domains)."""
     tokens = np.asarray(rows, float) / tp
-    dispatch_elem = 1.0 if model.weight_dtype in ("fp8", "fp4") else 2.0
-    di, do = alltoall_bytes(model, tokens, ep, domain, mode, dispatch_elem)
-    ci, co = alltoall_bytes(model, tokens, ep, domain, mode, 2.0)
+    width = 1.0 if dp is None else np.maximum(expert_width(tp, dp, ep), 1.0)
+    # With expert TP inside EP (W > 1) each EP rank is W GPUs: a token goes to the W
+    # GPUs holding its expert's slices and W partial sums come back, so the bytes scale
+    # by W and a domain holds domain / W ranks.
+    per_domain = np.maximum(np.floor(domain / width), 1.0)
     active = np.asarray(ep, float) > 1
-    dispatch = np.where(active, ks.alltoall(di, do, mode, "dispatch"), 0.0)
-    combine = np.where(active, ks.alltoall(ci, co, mode, "combine"), 0.0)
-    return dispatch, combine
+    out = []
+    for phase, elem in (("dispatch", _dispatch_elem(model)), ("combine", 2.0)):
+        intra, inter = alltoall_bytes(model, tokens, ep, per_domain, mode, elem)
+        intra, inter = intra * width, inter * width
+        t = np.where(active, ks.alltoall(intra, inter, mode, phase), 0.0)
+        out.append((t, np.where(active, intra + inter, 0.0),
+                    np.where(active, inter > 0, False)))
+    return out
+
+
+def moe_comm(ks: KernelSet, model: ModelSpec, rows, tp, ep, domain: int, mode: str,
+             dp=None):
+    """(dispatch, combine) seconds of one MoE layer's expert all-to-all; with ``dp``, an
+    expert split W = tp dp / ep > 1 ways by width multiplies the copies by W."""
+    (d, _, _), (c, _, _) = _a2a(ks, model, rows, tp, ep, domain, mode, dp)
+    return d, c
+
+
+def dp_gather(ks: KernelSet, model: ModelSpec, rows, tp, dp, ep, domain: int,
+              engine: str = ""):
+    """(gather, reduce) seconds of one MoE layer when attention is data-parallel and
+    the experts are split by width over the whole island (dp > 1, ep = 1, W = G): every
+    GPU gathers all dp groups' ``rows`` tokens (element size of the dispatch), then the
+    partial sums are reduced across the G GPUs (:data:`DP_REDUCE`), each at the tier the
+    G GPUs span."""
+    return tuple(t for t, _, _ in _dp_parts(ks, model, rows, tp, dp, ep, domain, engine))
+
+
+def _dp_parts(ks, model, rows, tp, dp, ep, domain, engine):
+    tp, dp, ep = (np.asarray(x, float) for x in (tp, dp, ep))
+    g = tp * dp
+    active = (dp > 1) & (ep <= 1) & bool(model.is_moe)
+    group = np.where(active, g, 1.0)
+    total = np.asarray(rows, float) * dp * model.hidden
+    gather, gsent = _ring(ks, "allgather", total * _dispatch_elem(model), group, domain)
+    kind = DP_REDUCE.get(engine, DP_REDUCE_DEFAULT)
+    reduce_, rsent = _ring(ks, kind, total * 2.0, group, domain)
+    # an all-gather's sender pushes its own share to every other GPU: (G-1)/G of the
+    # gathered buffer passes through each GPU's links, as _ring counts
+    return ((gather, gsent, group), (reduce_, rsent, group))
 
 
 def elementwise(ks: KernelSet, model: ModelSpec, rows):
@@ -168,6 +242,73 @@ def vocab_shards(tp, ep):
     parallel group, or -- when attention is data-parallel beside expert parallelism, as
     SGLang and TRT-LLM deploy DeepSeek -- the expert-parallel GPUs of one node."""
     return np.maximum(np.asarray(tp, float), np.minimum(np.asarray(ep, float), 8.0))
+
+
+def logits_gather(ks: KernelSet, model: ModelSpec, rows, tp, ep, domain: int):
+    """Seconds to gather the vocabulary-parallel logits of ``rows`` tokens per attention
+    group: the :func:`vocab_shards` GPUs each hold a slice of every token's logits (bf16)
+    and all-gather them (vLLM ``LogitsProcessor._gather_logits``, SGLang
+    ``LogitsProcessor``: ``tensor_model_parallel_all_gather``); where the shards reach
+    beyond the attention group (w > tp) the groups' hidden states are all-gathered
+    first."""
+    return sum(t for t, _, _ in _head_parts(ks, model, rows, tp, ep, domain))
+
+
+def _head_parts(ks, model, rows, tp, ep, domain):
+    w = vocab_shards(tp, ep)
+    rows = np.asarray(rows, float)
+    tp = np.asarray(tp, float)
+    hidden, hsent = _ring(ks, "allgather", rows * w / tp * model.hidden * 2.0,
+                          np.where(w > tp, w, 1.0), domain)
+    logits, lsent = _ring(ks, "allgather", rows * model.vocab * 2.0, w, domain)
+    return ((hidden, hsent, np.where(w > tp, w, 1.0)), (logits, lsent, w))
+
+
+def collectives(ks: KernelSet, model: ModelSpec, rows, tp, dp, ep, domain: int, mode: str,
+                engine: str = "", head_rows=None, ways: float = 1.0
+                ) -> list[dict[str, Any]]:
+    """Every collective of one forward pass, for the ``planner perf --json`` listing:
+    name, kind, how many times a pass runs it (``per``: every layer, every MoE layer, or
+    once), bytes each GPU sends, group size, tier (``node``: inside the NVLink domain /
+    server; ``scale-out``: across servers) and seconds each.  ``rows``: tokens per
+    attention group through a layer; ``ways``: micro-batches the layer's compute (and
+    its tensor-parallel all-reduces) runs in; ``head_rows``: tokens reaching the LM head
+    (default ``rows``).  Scalar configurations."""
+    tp_, dp_, ep_ = (float(np.ravel(x)[0]) for x in (tp, dp, ep))
+    rows_ = float(np.ravel(rows)[0])
+    head = rows_ if head_rows is None else float(np.ravel(head_rows)[0])
+    out: list[dict[str, Any]] = []
+
+    def add(name, kind, per, count, t, sent, group, scaleout):
+        group = float(np.ravel(group)[0])
+        if group <= 1:
+            return
+        out.append({"name": name, "kind": kind, "per": per, "count_per_layer": count,
+                    "bytes_per_gpu": float(np.ravel(sent)[0]), "group": int(group),
+                    "tier": "scale-out" if bool(np.ravel(scaleout)[0]) else "node",
+                    "seconds": float(np.ravel(t)[0])})
+
+    nbytes = rows_ / ways * model.hidden * 2.0
+    t, sent = _ring(ks, "allreduce", nbytes, tp_, domain)
+    add("tp_allreduce", "allreduce", "layer", int(2 * ways), t, sent, tp_, tp_ > domain)
+    if model.is_moe:
+        g = tp_ * dp_
+        (gt, gs, gg), (rt, rs, rg) = _dp_parts(ks, model, rows_, tp_, dp_, ep_, domain,
+                                               engine)
+        add("dp_allgather", "allgather", "moe_layer", 1, gt, gs, gg, g > domain)
+        add("expert_reduce", DP_REDUCE.get(engine, DP_REDUCE_DEFAULT), "moe_layer", 1, rt,
+            rs, rg, g > domain)
+        for phase, (at, asent, across) in zip(("dispatch", "combine"),
+                                             _a2a(ks, model, rows_, tp_, ep_, domain, mode,
+                                                  dp_), strict=True):
+            add(f"alltoall_{phase}", "alltoall", "moe_layer", 1, at, asent,
+                g if ep_ > 1 else 1.0, across)
+    (ht, hs, hg), (lt, ls, lg) = _head_parts(ks, model, head, tp_, ep_, domain)
+    add("lm_head_hidden_allgather", "allgather", "pass", 1, ht, hs, hg,
+        float(np.ravel(hg)[0]) > domain)
+    add("logits_allgather", "allgather", "pass", 1, lt, ls, lg,
+        float(np.ravel(lg)[0]) > domain)
+    return out
 
 
 def lm_head(ks: KernelSet, model: ModelSpec, rows, tp, ep):

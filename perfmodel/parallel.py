@@ -90,10 +90,42 @@ def validate_config(cfg: ParallelConfig, gpus: int, model: ModelSpec) -> None:
         raise InputError(f"parallel config field 'ep' must be 1 for dense model {model.name}")
 
 
-def enumerate_configs(gpus: int, model: ModelSpec) -> list[ParallelConfig]:
-    """All valid (tp, dp, ep) for an island of ``gpus`` GPUs."""
+def enumerate_configs(gpus: int, model: ModelSpec, engine: str | None = None,
+                      gpus_per_node: int | None = None) -> list[ParallelConfig]:
+    """All valid (tp, dp, ep) for an island of ``gpus`` GPUs.
+
+    ``engine`` (a name of ``perfmodel.engines``): only the layouts that engine launches
+    (:func:`perfmodel.launch.layout_violation`, servers of ``gpus_per_node`` GPUs); None
+    keeps every layout the perf model can price (tp | heads, ep | G, ep <= experts).
+    An engine rule no layout of this size meets leaves the list empty;
+    :func:`launch_reason` names the rule."""
     if gpus < 1:
         raise InputError(f"island size must be >= 1, got {gpus}")
     tps = [t for t in divisors(gpus) if model.heads % t == 0]
     eps = [e for e in divisors(gpus) if e <= model.routed_experts] if model.is_moe else [1]
-    return [ParallelConfig(tp, gpus // tp, ep) for tp in tps for ep in eps]
+    configs = [ParallelConfig(tp, gpus // tp, ep) for tp in tps for ep in eps]
+    if engine is None:
+        return configs
+    from perfmodel.launch import layout_violation
+
+    return [c for c in configs
+            if layout_violation(engine, model, c, gpus, gpus_per_node) is None]
+
+
+def launch_reason(gpus: int, model: ModelSpec, engine: str | None,
+                  gpus_per_node: int | None = None) -> str:
+    """Why engine ``engine`` launches no layout of ``gpus`` GPUs for ``model``, in one
+    line naming the rule (:func:`perfmodel.launch.binding_rule`); "" when some layout
+    launches."""
+    if enumerate_configs(gpus, model, engine, gpus_per_node):
+        return ""
+    from perfmodel.launch import binding_rule, rules_for
+
+    rules = rules_for(engine)
+    label = rules.label if rules else str(engine)
+    top = binding_rule(engine, model, enumerate_configs(gpus, model), gpus, gpus_per_node)
+    if top is None:
+        return (f"{label} launches no layout of {gpus} GPUs for {model.name}: tp must "
+                f"divide its {model.heads} attention heads")
+    top = top[len(label) + 2:] if top.startswith(label + ": ") else top
+    return f"{label} launches no layout of {gpus} GPUs for {model.name}: {top}"

@@ -77,10 +77,15 @@ def prefill_components(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: floa
         experts = passes * ways * layers.routed_experts(ks, model, r, tp, dp, ep,
                                                         calib.eplb_residual(ep))[0]
         dispatch, combine = layers.moe_comm(ks, model, rows, tp, ep, gpu.gpus_per_domain,
-                                            "normal")
+                                            "normal", dp)
         comm = passes * (dispatch + combine)
-        plain = per_layer + shared + experts + core + comm
-        overlapped = np.maximum((per_layer + shared + experts + core) * sm, comm)
+        # attention DP with experts split by width over the island (ep 1): gather the
+        # groups' tokens, reduce the partial sums -- on the critical path
+        gather, reduce_ = layers.dp_gather(ks, model, rows, tp, dp, ep, gpu.gpus_per_domain,
+                                           calib.engine)
+        dp_comm = passes * (gather + reduce_)
+        plain = per_layer + shared + experts + core + comm + dp_comm
+        overlapped = np.maximum((per_layer + shared + experts + core) * sm, comm) + dp_comm
         # a deployment splits passes only where it is faster
         layer = np.where(on, np.minimum(overlapped, plain) if calib.engine != "roofline"
                          else overlapped, plain)
@@ -88,10 +93,13 @@ def prefill_components(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: floa
         comp["shared_experts+router"] = moe * shared
         comp["routed_experts"] = moe * experts
         comp["alltoall"] = moe * comm
+        comp["dp_allgather+expert_reduce"] = moe * dp_comm
         # What micro-batch overlap hides (negative) net of the SMs it takes, so that the
         # items sum to the pass time.
         comp["overlap"] = moe * (layer - plain)
     comp["lm_head"] = layers.lm_head(ks, model, prompts, tp, ep)
+    comp["logits_gather"] = layers.logits_gather(ks, model, prompts, tp, ep,
+                                                 gpu.gpus_per_domain) + 0.0 * prompts
     comp["step_gap"] = passes * prof.step_gap_s
     return comp
 

@@ -12,7 +12,9 @@ islands), and every baseline.  :func:`accounting_errors` checks that they agree:
   the budget;
 * each baseline's cost is its own layout at the same prices;
 * the islands' requests/s (prefill and decode each, colocated islands counting in
-  both) add up to the plan's capacity.
+  both) add up to the plan's capacity;
+* at server granularity (planner.servers): no island straddles part of a server, no
+  server holds two GPU types, and no type uses more servers than the inventory has.
 
 Pure; the test suite runs it on every plan it makes (tests/conftest.py).
 """
@@ -22,6 +24,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any
+
+from planner.servers import ServerShape, default_gpus_per_node, server_errors
 
 REL = 1e-6
 
@@ -63,6 +67,7 @@ def accounting_errors(plan: Mapping[str, Any]) -> list[str]:
         if not _close(float(b.get("cost_per_hour") or 0.0), own):
             errors.append(f"baseline {b.get('label')!r}: cost {b.get('cost_per_hour')} != its "
                           f"layout's ${own:,.2f}/h")
+    errors += _server_errors(plan)
     rps = float(s["requests_per_s"])
     for role in ("prefill", "decode"):  # colocated islands serve both phases
         flows = [float(isl["requests_per_s"]) for isl in islands
@@ -70,6 +75,27 @@ def accounting_errors(plan: Mapping[str, Any]) -> list[str]:
         if flows and not _close(sum(flows), rps, 1e-4):
             errors.append(f"the {role} (and colocated) islands serve {sum(flows):,.3f} "
                           f"requests/s, the plan states {rps:,.3f}")
+    return errors
+
+
+def _server_errors(plan: Mapping[str, Any]) -> list[str]:
+    """The server rules, for a plan made at server granularity."""
+    req = plan["request"]
+    if req.get("thesis") or req.get("island_granularity", "gpu") != "server":
+        return []
+    shapes = {}
+    for g in req["inventory"].get("gpus") or []:
+        node = int(g.get("gpus_per_node") or 0)
+        if node <= 0:
+            from perfmodel import get_gpu
+            node = default_gpus_per_node(get_gpu(str(g["type"])))[0]
+        shapes[str(g["type"])] = ServerShape.of(int(g["count"]), node)
+    live = [isl for isl in plan["islands"] if isl["role"] != "idle"]
+    errors = server_errors(live, plan.get("servers") or [], shapes)
+    if plan.get("servers") is not None:
+        missing = [k for k, isl in enumerate(live) if not isl.get("servers")]
+        if missing:
+            errors.append(f"islands {missing} are on no server")
     return errors
 
 

@@ -30,7 +30,7 @@ where its links, not its GPUs, are the bottleneck.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
@@ -53,6 +53,7 @@ from perfmodel.island import PhaseTable
 from perfmodel.timing import kv_bytes_per_token_per_gpu
 from planner.defaults import MAX_PLAN_LEN, MAX_RANGES, TTFT_PASS_SHARE
 from planner.errors import PlannerError
+from planner.servers import ServerShape
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
 from planner.inner.result import InnerResult
@@ -83,6 +84,9 @@ class PlanningContext:
     #: Offer the inner solver colocated islands (perfmodel.colocated) beside prefill and
     #: decode ones.
     colocated: bool = False
+    #: Server granularity (planner.servers): each type's servers, on which plans are
+    #: placed; None: the thesis's free sizes, placed on the network's nodes.
+    servers: Mapping[str, ServerShape] | None = None
 
     @classmethod
     def build(cls, *, model: str, workload: str | Workload, ranges: int,
@@ -117,10 +121,17 @@ class PlanningContext:
     @classmethod
     def for_request(cls, req: PlanRequest) -> PlanningContext:
         """The context of a ``planner plan`` request (:meth:`build` on its fields)."""
+        server = req.granularity == "server"
+        # a server smaller than the GPU's scale-up domain bounds it (a 4-GPU HGX board
+        # of an 8-GPU-domain part): collectives wider than a server go over the network
+        gpus = {e.name: replace(e.gpu, gpus_per_domain=min(e.gpu.gpus_per_domain, e.node))
+                if server else e.gpu for e in req.inventory.entries}
         ctx = cls.build(model=req.model, workload=req.workload, ranges=req.ranges,
-                        gpus={e.name: e.gpu for e in req.inventory.entries}, slo=req.slo,
+                        gpus=gpus, slo=req.slo,
                         engine=req.engine, network=req.inventory.network,
                         thesis=req.thesis, colocated=req.offers_colocated)
+        if server:
+            ctx = replace(ctx, servers={e.name: e.shape for e in req.inventory.entries})
         if req.colocated not in ("auto", "on", "off"):
             raise PlannerError(f"--colocated must be auto, on or off, got {req.colocated!r}")
         return ctx

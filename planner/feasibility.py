@@ -28,7 +28,7 @@ def best_latency_ms(ev: LayoutEvaluator, gpu: str, size: int, prompt: int, conte
     ``context``) over the configurations of an island of ``size`` ``gpu``s that fit."""
     c = ev.context
     g = c.gpus[gpu]
-    configs = enumerate_configs(size, c.model)
+    configs = enumerate_configs(size, c.model, c.calib.engine, g.gpus_per_domain)
     if not configs:
         return float("inf"), float("inf")
     grid = ConfigGrid.of(configs)

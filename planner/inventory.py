@@ -7,9 +7,10 @@ Format (YAML; documented in docs/inventory.md)::
     min_island: 2                      # optional default minimum island size
     gpus:
       - type: H200                     # a catalog name (perfmodel/data/gpus.csv) ...
-        count: 64                      # GPUs available
+        count: 64                      # GPUs available (or: servers: 8)
         price_per_hour: 4.0            # $/GPU-hour; defaults to the catalog's price
         min_island: 2                  # optional, per type
+        gpus_per_node: 8               # optional: GPUs per server (catalog default)
       - type: MyAccel                  # ... or a new GPU from its datasheet numbers
         count: 16
         price_per_hour: 1.2
@@ -30,9 +31,10 @@ from perfmodel.hardware import GPU, gpu_catalog, resolve_gpu
 from perfmodel.reading import read_yaml
 from planner.errors import PlannerError
 from planner.network import parse_network
+from planner.servers import ServerShape, default_gpus_per_node
 
-_ENTRY_FIELDS = {"type", "count", "price_per_hour", "min_island", "datasheet", "price_source",
-                 "price_date", "price_origin"}
+_ENTRY_FIELDS = {"type", "count", "servers", "gpus_per_node", "price_per_hour", "min_island",
+                 "datasheet", "price_source", "price_date", "price_origin", "node_source"}
 #: Where an entry's price comes from: the GPU catalog (the entry gives none), the
 #: inventory file, or the inventory for a GPU it describes by its own datasheet.
 PRICE_ORIGINS = ("catalog", "inventory", "datasheet")
@@ -47,10 +49,23 @@ class InventoryEntry:
     min_island: int = 1
     price_origin: str = "inventory"  # one of PRICE_ORIGINS
     price_source: str = ""  # the entry's own note on where its price comes from
+    #: GPUs per server (planner.servers); 0: the catalog's default for the type
+    gpus_per_node: int = 0
+    node_source: str = ""  # where the server size comes from
 
     @property
     def name(self) -> str:
         return self.gpu.name
+
+    @property
+    def node(self) -> int:
+        """GPUs per server: the entry's, else the catalog's."""
+        return self.gpus_per_node or default_gpus_per_node(self.gpu)[0]
+
+    @property
+    def shape(self) -> ServerShape:
+        """The entry's servers: whole ones and the partial remainder."""
+        return ServerShape.of(self.count, self.node)
 
 
 @dataclass(frozen=True)
@@ -97,7 +112,9 @@ class Inventory:
         for e in self.entries:
             item: dict[str, Any] = {"type": e.name, "count": e.count,
                                     "price_per_hour": e.price_per_hour,
-                                    "min_island": e.min_island}
+                                    "min_island": e.min_island,
+                                    "gpus_per_node": e.node,
+                                    "node_source": e.node_source}
             if not _same_hardware(catalog.get(e.name), e.gpu):
                 item["datasheet"] = {k: v for k, v in e.gpu.to_dict().items()
                                      if k not in _PRICE_FIELDS}
@@ -176,10 +193,29 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
             if sheet is not None:
                 raise
             raise PlannerError(f"{at}: field 'type': {err}") from None
-        if "count" not in item:
-            raise PlannerError(f"{at}: field 'count' is missing")
-        count = int(_number(item["count"], f"{at}: field 'count'", integer=True,
-                            le=MAX_COUNT))
+        node, node_source = default_gpus_per_node(gpu)
+        if "gpus_per_node" in item:
+            node = int(_number(item["gpus_per_node"], f"{at}: field 'gpus_per_node'",
+                               integer=True, positive=True, le=MAX_COUNT))
+            if node > gpu.gpus_per_domain:
+                raise PlannerError(
+                    f"{at}: field 'gpus_per_node' ({node}) is more than the "
+                    f"{gpu.gpus_per_domain} GPUs of one {name} scale-up domain: a server "
+                    "is at most one NVLink/PCIe domain")
+            node_source = str(item.get("node_source") or "inventory")
+        if ("count" in item) == ("servers" in item):
+            raise PlannerError(f"{at}: give exactly one of field 'count' (GPUs) or field "
+                               "'servers'")
+        if "servers" in item:
+            servers = int(_number(item["servers"], f"{at}: field 'servers'", integer=True,
+                                  le=MAX_COUNT))
+            count = servers * node
+            if count > MAX_COUNT:
+                raise PlannerError(f"{at}: field 'servers': {servers} x {node} GPUs is more "
+                                   f"than {MAX_COUNT:,}")
+        else:
+            count = int(_number(item["count"], f"{at}: field 'count'", integer=True,
+                                le=MAX_COUNT))
         price = item.get("price_per_hour", gpu.price_per_hour or None)
         if price is None:
             raise PlannerError(f"{at}: field 'price_per_hour' is missing (no catalog price)")
@@ -200,7 +236,7 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
         if origin == "catalog":  # the catalog's own source is written out instead
             note = ""
         entries.append(InventoryEntry(replace(gpu, price_per_hour=price), count, price,
-                                      min_island, origin, note or ""))
+                                      min_island, origin, note or "", node, node_source))
     # GPU names are case-insensitive ("h20" is the catalog's H20): one entry per type
     names = [e.name.lower() for e in entries]
     dupes = sorted({e.name for e in entries if names.count(e.name.lower()) > 1})

@@ -21,15 +21,16 @@ lengths as the workload is.  From these:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from planner.evaluate import LayoutEvaluator
 from planner.inner.result import InnerResult
-from planner.network import Location
-from planner.placement import TierLoad, place_islands, tier_load
+from planner.network import DEFAULT_NETWORK, Location
+from planner.placement import TierLoad, place_islands, place_on_servers, tier_load
+from planner.servers import Server
 
 if TYPE_CHECKING:
     from perfmodel.island import PhaseTable
@@ -57,6 +58,9 @@ class OperatingPoint:
     locations: tuple[Location | None, ...] = ()  # per island; None: idle / no network
     tiers: TierLoad | None = None
     range_flows: tuple[tuple[float, ...], ...] = ()  # per island, requests/s per range
+    #: server granularity: the servers the live islands use, and each island's servers
+    servers: tuple[Server, ...] = ()
+    island_servers: tuple[tuple[int, ...], ...] = ()
 
 
 def _capacity(ev: LayoutEvaluator, result: InnerResult, role: str) -> np.ndarray:
@@ -129,18 +133,32 @@ def served_per_length(ev: LayoutEvaluator, result: InnerResult, phase: str,
 
 
 def place(ev: LayoutEvaluator, result: InnerResult
-          ) -> tuple[list[Location | None], TierLoad | None]:
-    """Locations of the islands that serve (None for idle ones) and the KV load per
-    tier (planner.placement); (all None, None) without a network.  Colocated islands
-    are placed too but move no KV."""
+          ) -> tuple[list[Location | None], TierLoad | None, list[Server],
+                     list[tuple[int, ...]]]:
+    """Locations of the islands that serve (None for idle ones), the KV load per tier
+    (planner.placement; None without a network), and at server granularity the servers
+    and each island's servers (``()`` for idle ones).  Colocated islands are placed too
+    but move no KV."""
     net = ev.context.network
     n = len(result.islands)
-    if net is None:
-        return [None] * n, None
     flows = role_flows(ev, result)
     total = flows["prefill"] + flows["decode"] + flows["both"]
     live = [i for i, a in enumerate(result.islands) if a.role != "idle"]
-    locs = place_islands([result.islands[i].size for i in live], total[live], net)
+    shapes = ev.context.servers
+    servers: list[Server] = []
+    on: list[tuple[int, ...]] = [()] * n
+    if shapes is not None:
+        locs, servers, where_live = place_on_servers(
+            [(result.islands[i].gpu, result.islands[i].size) for i in live], total[live],
+            net or DEFAULT_NETWORK, dict(shapes))
+        # server islands are numbered among the live ones: back to plan indices
+        servers = [replace(s, islands=tuple(live[k] for k in s.islands)) for s in servers]
+        for i, w in zip(live, where_live, strict=True):
+            on[i] = w
+    elif net is not None:
+        locs = place_islands([result.islands[i].size for i in live], total[live], net)
+    if net is None:
+        return [None] * n, None, servers, on
     where: list[Location | None] = [None] * n
     for i, loc in zip(live, locs, strict=True):
         where[i] = loc
@@ -152,7 +170,7 @@ def place(ev: LayoutEvaluator, result: InnerResult
                      cast("list[Location]", [where[i] for i in dec]),
                      [result.islands[i].size for i in pre],
                      [result.islands[i].size for i in dec], net)
-    return where, load
+    return where, load, servers, on
 
 
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -228,8 +246,9 @@ def operating_point(ev: LayoutEvaluator, result: InnerResult) -> OperatingPoint:
         ww = np.concatenate(w) if w else np.zeros(0)
         q[name] = (_weighted_quantile(vv, ww, 0.5), _weighted_quantile(vv, ww, 0.9))
     kv = float((flow["prefill"].sum(axis=0) * ev.kv_bytes_per_length()).sum())
-    locations, tiers = place(ev, result)
+    locations, tiers, servers, on = place(ev, result)
     return OperatingPoint(tuple(points), q["ttft"][0], q["ttft"][1], q["tpot"][0],
                           q["tpot"][1], kv, tuple(locations), tiers,
                           tuple(tuple(float(x) for x in row) for row in
-                                by_range["prefill"] + by_range["decode"] + by_range["both"]))
+                                by_range["prefill"] + by_range["decode"] + by_range["both"]),
+                          tuple(servers), tuple(on))

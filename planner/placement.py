@@ -17,6 +17,13 @@ flow-weighted mean range index), so an island sits beside the islands of the oth
 phase that exchange its ranges' KV -- pairing inside a pod where the sizes allow.  The
 plan records the locations and the simulator runs on them (``plan.islands[].location``).
 
+**Servers.**  At server granularity (:mod:`planner.servers`) islands go on servers of
+their own type -- whole servers, or shares packed into one server -- and servers, not
+GPUs, are laid on consecutive nodes, racks and pods (:func:`place_on_servers`): the
+servers of the islands that serve the short ranges first, so the pairing above still
+holds.  A server holds one GPU type and a type never uses more servers than the
+inventory lists.
+
 **Limits.**  The inner solver caps each island's rate at what its GPUs can ship at the
 pod tier (``planner.evaluate.LayoutEvaluator.kv_rate_cap``); :func:`tier_load` reports
 the bytes/s of every tier once the islands are placed, and the load of the busiest
@@ -30,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.network import TIER_NAMES, Location, NetworkSpec
+from planner.servers import Server, ServerShape, assign_servers
 
 
 def placement_order(flows: np.ndarray) -> list[int]:
@@ -52,6 +60,25 @@ def place_islands(sizes: list[int], flows: np.ndarray, network: NetworkSpec
     for i, loc in zip(order, locs, strict=True):
         out[i] = loc
     return [loc for loc in out if loc is not None]
+
+
+def place_on_servers(islands: list[tuple[str, int]], flows: np.ndarray, network: NetworkSpec,
+                     shapes: dict[str, ServerShape]
+                     ) -> tuple[list[Location], list[Server], list[tuple[int, ...]]]:
+    """Servers for ``islands`` ((type, size), live ones) and the location of each island
+    (its first server's node, rack and pod).  Raises ``ValueError`` when the islands do
+    not fit their types' servers (the searches propose only layouts that do)."""
+    order = placement_order(flows)
+    placed = assign_servers(islands, shapes, order)
+    if placed is None:
+        raise ValueError("the islands do not fit the inventory's servers")
+    servers, where = placed
+
+    def loc(node: int) -> Location:
+        rack = node // network.nodes_per_rack
+        return Location(rack // network.racks_per_pod, rack, node)
+
+    return [loc(w[0]) for w in where], servers, where
 
 
 @dataclass(frozen=True)
@@ -102,4 +129,5 @@ def tier_load(prefill: np.ndarray, decode: np.ndarray, kv_bytes: np.ndarray,
     return TierLoad(tuple(float(x) for x in per_tier), tuple(float(x) for x in util))
 
 
-__all__ = ["TierLoad", "pair_flows", "place_islands", "placement_order", "tier_load"]
+__all__ = ["TierLoad", "pair_flows", "place_islands", "place_on_servers", "placement_order",
+           "tier_load"]

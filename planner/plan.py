@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -32,6 +32,7 @@ from planner.outer.protocol import (
     LayoutObjective,
     SearchResult,
     SearchSpace,
+    TypeSupply,
     affordable,
     canonical_layout,
     layout_cost,
@@ -164,12 +165,22 @@ def _exact_baseline(label: str, space: SearchSpace, ev: LayoutEvaluator, limit: 
                     res.bound, res.gap)
 
 
-def _smallest_serving(ev: LayoutEvaluator, name: str, lo: int, hi: int, phase: str
+def _smallest_serving(ev: LayoutEvaluator, name: str, sizes: Iterable[int], phase: str
                       ) -> int | None:
-    for g in range(max(1, lo), hi + 1):
+    """The smallest of ``sizes`` (ascending) whose island of ``name`` serves ``phase``."""
+    for g in sizes:
         if getattr(ev.island(name, g), phase).feasible:
             return g
     return None
+
+
+def _sizes(req: PlanRequest, name: str, hi: int) -> list[int]:
+    """Island sizes of type ``name`` a plan may use, up to ``hi`` GPUs: every size from
+    the type's minimum at GPU granularity, whole servers and shares at server
+    granularity (planner.servers)."""
+    e = req.inventory.entry(name)
+    node = e.node if req.granularity == "server" else 0
+    return TypeSupply(name, e.count, e.price_per_hour, e.min_island, node).sizes(hi)
 
 
 #: Largest island size :func:`footprint_space` tries (a type that serves nothing below
@@ -187,7 +198,7 @@ def footprint_space(space: SearchSpace, ev: LayoutEvaluator) -> SearchSpace:
     types = []
     for t in space.types:
         hi = min(t.available, FOOTPRINT_SEARCH)
-        fits = [g for g in (_smallest_serving(ev, t.name, t.min_island, hi, phase)
+        fits = [g for g in (_smallest_serving(ev, t.name, t.sizes(hi), phase)
                             for phase in ("prefill", "decode")) if g is not None]
         types.append(replace(t, min_island=min(fits)) if fits and min(fits) > t.min_island
                      else t)
@@ -210,8 +221,8 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     for phase in ("prefill", "decode"):
         options = []
         for e in req.inventory.entries:
-            g = _smallest_serving(ev, e.name, e.min_island,
-                                  min(e.count, FOOTPRINT_SEARCH), phase)
+            g = _smallest_serving(ev, e.name,
+                                  _sizes(req, e.name, min(e.count, FOOTPRINT_SEARCH)), phase)
             if g is not None:
                 options.append((g * e.price_per_hour, f"{g} x {e.name}"))
         if not options:
@@ -226,7 +237,7 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     need = cheapest["prefill"][0] + cheapest["decode"][0]
     if ctx.colocated:  # or one colocated island
         for e in req.inventory.entries:
-            for g in range(max(1, e.min_island), min(e.count, FOOTPRINT_SEARCH) + 1):
+            for g in _sizes(req, e.name, min(e.count, FOOTPRINT_SEARCH)):
                 t = ev.colocated_table(e.name, g)
                 if t is not None and t.feasible:
                     need = min(need, g * e.price_per_hour)
@@ -246,8 +257,8 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
     Otherwise the cheapest island that serves the model for both phases, per type."""
     where = f" within ${req.budget:,.2f}/h" if req.budget else ""
     if req.target_rps:
-        best = ExactSearch().solve(SearchSpace.from_inventory(req.inventory,
-                                                              budget=req.budget), ev)
+        # the most the inventory serves: throughput mode, within the budget
+        best = ExactSearch().solve(replace(req.space(), target_rps=None), ev)
         if best.layout and best.value < req.target_rps:
             return (f"--target-rps {req.target_rps:g} is more than the whole inventory can "
                     f"serve{where}: at most {best.value:,.1f} requests/s of {req.workload} "
@@ -256,7 +267,7 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
                     "GPUs")
     hints = []
     for e in req.inventory.entries:
-        sizes = [_smallest_serving(ev, e.name, e.min_island, e.count, phase)
+        sizes = [_smallest_serving(ev, e.name, _sizes(req, e.name, e.count), phase)
                  for phase in ("prefill", "decode")]
         if None not in sizes:
             g = max(cast("list[int]", sizes))

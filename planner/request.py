@@ -46,6 +46,14 @@ class PlanRequest:
     #: them for dense models -- where aggregated serving can win (docs/colocated.md) --
     #: "on" / "off" force it.  Never in thesis mode.
     colocated: str = "auto"
+    #: "server": islands are whole servers or a power-of-two share of one, packed on
+    #: the inventory's servers (planner.servers); "gpu": any size (the thesis's free
+    #: sizes, for study).  Thesis mode is always "gpu" (Table 5.1's reproduction).
+    island_granularity: str = "server"
+
+    @property
+    def granularity(self) -> str:
+        return "gpu" if self.thesis else self.island_granularity
 
     @property
     def offers_colocated(self) -> bool:
@@ -55,7 +63,8 @@ class PlanRequest:
 
     def space(self, inventory: Inventory | None = None) -> SearchSpace:
         return SearchSpace.from_inventory(inventory or self.inventory, budget=self.budget,
-                                          target_rps=self.target_rps)
+                                          target_rps=self.target_rps,
+                                          granularity=self.granularity)
 
     def to_dict(self) -> dict[str, Any]:
         return {"inventory": self.inventory.to_dict(), "model": self.model,
@@ -63,7 +72,7 @@ class PlanRequest:
                 "target_rps": self.target_rps, "search": self.search, "inner": self.inner,
                 "seed": self.seed, "ranges": self.ranges, "engine": self.engine,
                 "thesis": self.thesis, "objective": self.objective,
-                "colocated": self.colocated,
+                "colocated": self.colocated, "island_granularity": self.island_granularity,
                 "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},
                 "search_options": self.search_options}
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: list[tuple[str, ...]] = [
     ("perfmodel",),
     ("planner", "planner.errors", "planner.atomic", "planner.defaults", "planner.fingerprint",
-     "planner.execution"),
+     "planner.execution", "planner.servers"),
     ("planner.network", "planner.inventory"),
     ("planner.workload",),
     ("planner.inner",),
@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("planner.run",),
     ("planner.sim",),
     ("planner.plan",),
-    ("planner.closed_plan", "planner.report", "planner.whatif"),
+    ("planner.closed_plan", "planner.report", "planner.whatif", "planner.export"),
     ("planner.cli",),
 ]
 

@@ -7,6 +7,7 @@ import sys
 import typer
 from typer.exceptions import TyperException
 
+from planner.cli import export as export_cmd
 from planner.cli import perf as perf_cmd
 from planner.cli import plan as plan_cmd
 from planner.cli import report as report_cmd
@@ -37,6 +38,8 @@ app.command("report", short_help="Re-render a run folder's report from its "
             "plan.json.")(report_cmd.report)
 app.command("simulate", short_help="Simulate a plan: latency, SLO attainment, completed "
             "rate.")(simulate_cmd.simulate)
+app.command("export", short_help="Launch files for the plan's engine, a router config, "
+            "Kubernetes manifests.")(export_cmd.export)
 app.command("whatif", short_help="Procurement what-ifs: budgets, prices, types, "
             "workloads.")(whatif_cmd.whatif)
 app.add_typer(workload_cmd.app, name="workload", short_help="List, show and fit "

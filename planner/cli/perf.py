@@ -26,10 +26,12 @@ from rich.table import Table
 from perfmodel import SLO, WorkloadShape, benchmark_island, get_gpu, get_model
 from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
+from perfmodel.collectives import decode_collectives, prefill_collectives
 from perfmodel.decode import decode_components, mtp_yield, step_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from perfmodel.kernels.library import kernels_for
-from perfmodel.parallel import ParallelConfig, enumerate_configs, validate_config
+from perfmodel.launch import engine_slots, layout_violation, slots_text
+from perfmodel.parallel import ParallelConfig, enumerate_configs, launch_reason, validate_config
 from perfmodel.prefill import prefill_components
 from planner.atomic import check_output_file, write_text_atomic
 from planner.cli import values
@@ -48,12 +50,28 @@ def _seconds(comp: dict[str, np.ndarray]) -> dict[str, float]:
     return {k: round(float(np.ravel(v)[0]), 9) for k, v in comp.items()}
 
 
-def _phase_row(table, phase: str, s: int, tokens: float, gpus: int) -> dict:
+def _slots(row: dict, spec, engine: str, cfg: ParallelConfig | None) -> dict:
+    """Expert slots the engine deploys for ``cfg`` (MoE models): ``expert_slots``,
+    ``redundant_experts`` and, where slots differ from experts, the ``slots`` line."""
+    if cfg is None or not spec.is_moe:
+        return row
+    slots, extra = engine_slots(engine, spec, cfg.ep)
+    row["expert_slots"], row["redundant_experts"] = slots, extra
+    text = slots_text(spec, cfg.ep, engine)
+    if text:
+        row["slots"] = text
+    return row
+
+
+def _phase_row(table, phase: str, s: int, tokens: float, gpus: int, spec=None,
+               engine: str = DEFAULT_ENGINE) -> dict:
     t = getattr(table, phase)
     rps = float(t.rps[s])
     row = {"phase": phase, "config": t.config.label() if t.config else None,
            "requests_per_s": rps, "tokens_per_s_island": rps * tokens,
            "tokens_per_s_gpu": rps * tokens / gpus}
+    if spec is not None:
+        _slots(row, spec, engine, t.config)
     if phase == "prefill":
         row["prompts_per_pass"] = float(t.batch[s])
         row["ttft_ms"] = float(t.latency_ms[s])
@@ -74,7 +92,10 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
         comp = prefill_components(gpu, spec, float(s), _col(cfg.tp), _col(cfg.dp), _col(cfg.ep),
                                   hit_rate, calib, float(p.batch[s]))
         out["prefill_pass"] = {"config": cfg.label(), "prompts": float(p.batch[s]),
-                               "seconds": _seconds(comp)}
+                               "seconds": _seconds(comp),
+                               "collectives": prefill_collectives(
+                                   gpu, spec, cfg.tp, cfg.dp, cfg.ep, calib, float(s),
+                                   hit_rate, float(p.batch[s]))}
     dec = table.decode
     if dec.config and dec.batch[s] > 0:
         cfg = dec.config
@@ -82,8 +103,8 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
                                  _col(cfg.ep), calib, context=_col(s + 0.5 * d))
         skew = comp.pop("expert_skew", None)
         share = comp.pop("comm_sm_share", None)
-        once: dict[str, np.ndarray] = {k: comp.pop(k) for k in ("lm_head", "mtp_module",
-                                                                 "step_gap") if k in comp}
+        once: dict[str, np.ndarray] = {k: comp.pop(k) for k in (
+            "lm_head", "logits_gather", "mtp_module", "step_gap") if k in comp}
         sm = step_model(gpu, spec, _col(dec.batch[s]), _col(cfg.tp), _col(cfg.dp),
                         _col(cfg.ep), calib)
         k_yield = mtp_yield(calib, spec)[1]
@@ -93,7 +114,9 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
                             "moe": spec.moe_layers},
                  "per_layer_seconds": _seconds(comp), "per_step_seconds": _seconds(once),
                  "step_seconds": float(np.ravel(sm.step_time(s + 0.5 * d))[0]) * k_yield,
-                 "tokens_per_step": k_yield}
+                 "tokens_per_step": k_yield,
+                 "collectives": decode_collectives(gpu, spec, cfg.tp, cfg.dp, cfg.ep, calib,
+                                                   float(dec.batch[s]))}
         if skew is not None:
             entry["expert_load_skew"] = round(float(np.ravel(skew)[0]), 4)
             # decode_components sets comm_sm_share with expert_skew (MoE models)
@@ -173,6 +196,9 @@ def perf(
         cfg = ParallelConfig(tp or gpus // max(dp or 1, 1), dp or gpus // max(tp or 1, 1),
                              ep if ep is not None else 1)
         validate_config(cfg, gpus, spec)
+        broken = layout_violation(prof.name, spec, cfg, gpus, gpu_spec.gpus_per_domain)
+        if broken:
+            raise PlannerError(f"{cfg.label()} on {gpus} x {gpu_spec.name}: {broken}")
         configs = [cfg]
     d_max = decode_max or 2 * output_len
     slo = SLO(ttft_ms, tpot_ms)
@@ -190,8 +216,8 @@ def perf(
     pmf[input_len] = 1.0
     table = benchmark_island(gpu_spec, gpus, spec, WorkloadShape(pmf, output_len, d_max,
                                                                  hit_rate), slo, calib, configs)
-    rows = [_phase_row(table, "prefill", input_len, input_len, gpus),
-            _phase_row(table, "decode", input_len, output_len, gpus)]
+    rows = [_phase_row(table, "prefill", input_len, input_len, gpus, spec, prof.name),
+            _phase_row(table, "decode", input_len, output_len, gpus, spec, prof.name)]
     if csv_path:
         _write_sweep(csv_path, gpu_spec, gpus, spec, max_input, output_len, d_max, hit_rate,
                      slo, calib, configs)
@@ -213,7 +239,9 @@ def perf(
         latency = (f"TTFT {row['ttft_ms']:.1f} ms" if row["phase"] == "prefill"
                    else f"TPOT {row['tpot_ms']:.1f} ms")
         batch = row.get("prompts_per_pass", row.get("batch_per_group", 0.0))
-        out.add_row(row["phase"], row["config"] or "does not fit",
+        unplaced = ("no launchable layout" if "launches no layout" in row.get("reason", "")
+                    else "does not fit")
+        out.add_row(row["phase"], row["config"] or unplaced,
                     f"{row['requests_per_s']:.2f}", f"{row['tokens_per_s_island']:,.0f}",
                     f"{row['tokens_per_s_gpu']:,.0f}", f"{batch:.0f}",
                     latency if row["config"] else "-")
@@ -229,6 +257,8 @@ def _print_notes(console: Console, rows: list[dict], notes: list[str]) -> None:
     for row in rows:
         if not row["config"]:
             console.print(f"[yellow]{row['phase']}: {row['reason']}[/yellow]", soft_wrap=True)
+    for text in dict.fromkeys(row["slots"] for row in rows if row.get("slots")):
+        console.print(text, soft_wrap=True, markup=False)
     if notes:
         console.print("kernel tables not measured on this GPU/engine: " + "; ".join(notes),
                       style="dim", soft_wrap=True, markup=False)
@@ -240,11 +270,15 @@ def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms,
               notes, as_json) -> None:
     """Aggregated serving: the configuration with the highest request rate (module doc)."""
     best = None
-    for cfg in configs or enumerate_configs(gpus, spec):
+    for cfg in configs or enumerate_configs(gpus, spec, calib.engine, gpu.gpus_per_domain):
         pt = aggregated_point(gpu, spec, cfg.tp, cfg.dp, cfg.ep, s, float(d), hit_rate, calib,
                               ttft_ms=ttft_ms, tpot_ms=tpot_ms)
         if pt.feasible and (best is None or pt.rps > best[1].rps):
             best = (cfg, pt)
+    if best is None and not configs and not enumerate_configs(gpus, spec, calib.engine,
+                                                              gpu.gpus_per_domain):
+        raise PlannerError(launch_reason(gpus, spec, calib.engine, gpu.gpus_per_domain),
+                           exit_code=1)
     if best is None:
         raise PlannerError(f"{spec.name} cannot be served aggregated on {gpus} x {gpu.name} "
                            "at these lengths and latency ceilings (weights or KV do not fit, "
@@ -255,6 +289,7 @@ def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms,
            "input_tokens_per_s_island": pt.rps * s, "batch_per_group": pt.batch,
            "ttft_ms": pt.ttft_s * 1e3, "tpot_ms": pt.tpot_s * 1e3,
            "prefill_tokens_per_pass": pt.prefill_tokens_per_pass}
+    _slots(row, spec, calib.engine, cfg)
     if as_json:
         print(json.dumps({**header, "aggregated": row,
                           "breakdown": {"mixed_pass": {"config": cfg.label(),
@@ -271,7 +306,7 @@ def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms,
                 f"{row['output_tokens_per_s_gpu']:,.0f}", f"{pt.batch}",
                 f"{row['ttft_ms']:.0f} ms", f"{row['tpot_ms']:.1f} ms")
     console.print(out)
-    _print_notes(console, [{"config": cfg.label()}], notes)
+    _print_notes(console, [{"config": cfg.label(), "slots": row.get("slots")}], notes)
 
 
 def _write_sweep(path, gpu, gpus, spec, max_input, output_len, d_max, hit_rate, slo, calib,

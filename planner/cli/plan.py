@@ -104,6 +104,10 @@ def plan(
     colocated: str = typer.Option("auto", help="Colocated islands (both phases on one "
                                   "island, aggregated serving) beside prefill and decode "
                                   "ones: auto (dense models), on, off."),
+    island_granularity: str = typer.Option(
+        "server", help="Island sizes: server (whole servers of the inventory's "
+        "gpus_per_node, or a power-of-two share of one; one GPU type per server) or gpu "
+        "(any size, the thesis's free sizes, for study; docs/deployment.md)."),
     exact: bool = typer.Option(True, help="Also solve the exact MILP (BO's optimality gap)."),
     homogeneous: bool = typer.Option(True, help="Also find the best single-type plans."),
     exact_time_limit: float = typer.Option(600.0, help="Safety net, seconds per exact "
@@ -127,6 +131,9 @@ def plan(
         raise PlannerError(f"--search must be one of {', '.join(SEARCHES)}, got {search!r}")
     if objective not in ("analytic", "simulated"):
         raise PlannerError(f"--objective must be analytic or simulated, got {objective!r}")
+    if island_granularity not in ("server", "gpu"):
+        raise PlannerError("--island-granularity must be server or gpu, got "
+                           f"{island_granularity!r}")
     budget = values.number(budget, "--budget", gt=0, le=values.MAX_BUDGET)
     target_rps = values.number(target_rps, "--target-rps", gt=0, le=values.MAX_RATE)
     for value, flag in ((ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
@@ -150,7 +157,8 @@ def plan(
                       search_options=options,
                       compare_homogeneous=homogeneous, compare_exact=exact,
                       exact_time_limit=exact_time_limit, engine=engine,
-                      objective=objective, colocated=colocated)
+                      objective=objective, colocated=colocated,
+                      island_granularity=island_granularity)
     run_dir = Path(out) if out is not None else _default_out(inventory, workload)
     check_run_folder(out if out is not None else run_dir)  # a str: Path("") would be "."
     checkpoint = run_dir.parent / f".{run_dir.name}.checkpoint.json"
@@ -194,3 +202,5 @@ def plan(
         results_console().print(summary_text(plan_dict))
     html = next((p for p in written if p.name == "report.html"), run_dir / "report.html")
     print(f"run folder: {run_dir}  (open {html})")
+    if not quiet:
+        print(f"launch files: planner export {run_dir} [--format shell|k8s]")

@@ -140,7 +140,8 @@ def island_config(size: int, model: ModelSpec, gpu: GPU | None = None,
         tp = max(d for d in range(1, size + 1) if size % d == 0 and model.heads % d == 0)
         return tp, size // tp, (size if model.is_moe else 1)
     best, best_key = None, (False, -1.0)
-    for cfg in enumerate_configs(size, model):
+    for cfg in (enumerate_configs(size, model, calib.engine, gpu.gpus_per_domain)
+                or enumerate_configs(size, model)):
         op = operating_point(gpu, model, wl, cfg.tp, cfg.dp, cfg.ep, calib)
         # A configuration whose GPUs hold every layer beats any that holds a part (the
         # rates of a partial one are not comparable: its sessions are sized for fewer

@@ -130,7 +130,7 @@ def _usable_types(space: SearchSpace, min_island: int | None) -> list[_TypeInfo]
         cap = t.available
         if space.budget is not None and t.price_per_hour > 0:
             cap = min(cap, affordable(space.budget, t.price_per_hour))
-        if cap >= m:
+        if t.snap_down(cap) >= m:
             out.append(_TypeInfo(i, t.name, t.available, t.price_per_hour, m))
     if not out:
         raise PlannerError("search space: no GPU type has enough GPUs (within the budget) "
@@ -190,7 +190,10 @@ class DividerEncoding:
         for t, c in zip(self.types, self.counts(x), strict=True):
             n = int(round(float(x.get(f"n{t.index}", self.n_max[t.index]))))
             s = float(x.get(f"s{t.index}", 0.0))
-            islands.extend((t.name, g) for g in divide(c, n, s, t.min_island))
+            sizes = divide(c, n, s, t.min_island)
+            # at server granularity: whole servers or shares of one, packed
+            sizes = self.space.types[t.index].fit_sizes(sizes, t.min_island)
+            islands.extend((t.name, g) for g in sizes)
         return canonical_layout(islands)
 
     def sample(self, n: int, seed: int, quasi: bool = True) -> list[Params]:
@@ -261,8 +264,9 @@ class DirectEncoding:
 
     def decode(self, x: Mapping[str, float]) -> Layout:
         slots = self.slot_values(x)
-        return canonical_layout((t.name, g) for t in self.types for g in slots[t.index]
-                                if g >= t.min_island)
+        return canonical_layout((t.name, g) for t in self.types
+                                for g in self.space.types[t.index].fit_sizes(
+                                    slots[t.index], t.min_island))
 
     def sample(self, n: int, seed: int, quasi: bool = True) -> list[Params]:
         """Valid points spread over the constrained polytope.

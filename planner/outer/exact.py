@@ -48,6 +48,7 @@ from planner.outer.protocol import (
     Layout,
     SearchResult,
     SearchSpace,
+    TypeSupply,
     affordable,
 )
 from planner.outer.tracking import Tracker
@@ -102,9 +103,12 @@ def size_lattice(lo: int, hi: int) -> list[int]:
 
 
 def candidate_sizes(space: SearchSpace, max_island: int | None = None) -> dict[str, list[int]]:
-    """Island sizes of each type the search may use: min_island .. available (and what
-    the budget allows), and at most ``max_island`` GPUs when given; a geometric lattice
-    (:func:`size_lattice`) for types with more than ``LATTICE_FROM`` GPUs.
+    """Island sizes of each type the search may use: what the type allows
+    (:meth:`~planner.outer.protocol.TypeSupply.sizes`: min_island .. available, whole
+    servers and shares of one at server granularity) within what the budget allows, and
+    at most ``max_island`` GPUs when given; a geometric lattice (:func:`size_lattice`,
+    over server counts at server granularity) for types with more than
+    ``LATTICE_FROM`` GPUs.
 
     The cap matters when availability is large (e.g. market availability of
     budget / price GPUs in ``planner whatif``): without it every size up to thousands of
@@ -117,9 +121,15 @@ def candidate_sizes(space: SearchSpace, max_island: int | None = None) -> dict[s
             top = min(top, affordable(space.budget, t.price_per_hour))
         if max_island is not None:
             top = min(top, int(max_island))
-        lo = max(1, t.min_island)
-        out[t.name] = (size_lattice(lo, top) if t.available > LATTICE_FROM
-                       else list(range(lo, top + 1)))
+        sizes = t.sizes(top)
+        if t.available > LATTICE_FROM:
+            node = t.gpus_per_node
+            if node:  # whole servers on the lattice of server counts, shares all kept
+                keep = {k * node for k in size_lattice(1, top // node)}
+                sizes = [g for g in sizes if g < node or g in keep]
+            else:
+                sizes = size_lattice(max(1, t.min_island), top)
+        out[t.name] = sizes
     return out
 
 
@@ -219,11 +229,18 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
             rows = np.concatenate([np.full(len(cv), r) for r, cv in enumerate(covers)])
             cols = np.concatenate([n_cols[list(cv)] for cv in covers])
             b.add_rows(len(covers), rows, cols, np.ones(len(cols)), lower=1.0)
-    # inventory per type
-    types = list(sizes)
-    rows = np.array([types.index(c.gpu) for c in cands])
-    b.add_rows(len(types), rows, n_cols, np.array([c.size for c in cands], float),
-               upper=np.array([avail[t] for t in types], float))
+    # inventory per type, and its servers: islands of at least q GPUs within what the
+    # full servers and the partial one hold of them (planner.servers, "Packing")
+    for t in space.types:
+        idx = [k for k, c in enumerate(cands) if c.gpu == t.name]
+        if not idx:
+            continue
+        levels = [(1, t.available)] + ([] if t.shape is None else t.shape.levels())
+        for q, cap in levels:
+            sel = [k for k in idx if cands[k].size >= q]
+            if sel:
+                b.add_rows(1, np.zeros(len(sel)), n_cols[sel],
+                           np.array([cands[k].size for k in sel], float), upper=float(cap))
     if space.budget is not None:
         b.add_rows(1, np.zeros(n_c), n_cols, cost, upper=space.budget)
     model = b.build()
@@ -239,7 +256,7 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
     if relax:
         counts_vec = round_counts(n_val, [c.gpu for c in cands],
                                   np.array([c.size for c in cands]), cost, avail,
-                                  space.budget)
+                                  space.budget, supply={t.name: t for t in space.types})
     else:
         counts_vec = np.rint(n_val).astype(int)
     layout, roles, counts = [], [], {}
@@ -268,17 +285,21 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
 
 
 def round_counts(n: np.ndarray, gpus: list[str], sizes: np.ndarray, cost: np.ndarray,
-                 available: dict[str, int], budget: float | None) -> np.ndarray:
+                 available: dict[str, int], budget: float | None,
+                 supply: dict[str, TypeSupply] | None = None) -> np.ndarray:
     """Integer island counts from the LP relaxation's fractional ones ``n``.
 
     Rounding down alone is useless here: the LP likes to spread a type over many sizes
     at fractions below one, so the floor is often the empty layout.  So: floor, then
-    round up in order of decreasing fractional part while the type's inventory and the
-    budget allow -- the islands the LP wanted most are bought first."""
+    round up in order of decreasing fractional part while the type's inventory (and,
+    given ``supply``, its servers) and the budget allow -- the islands the LP wanted
+    most are bought first."""
     counts = np.floor(n + 1e-6).astype(int)
     used = {g: 0 for g in available}
+    held: dict[str, list[int]] = {g: [] for g in available}
     for g, size, k in zip(gpus, sizes, counts, strict=True):
         used[g] += int(size) * int(k)
+        held[g].extend([int(size)] * int(k))
     money = float(counts @ cost)
     frac = n - counts
     for i in np.argsort(-frac, kind="stable"):
@@ -287,8 +308,11 @@ def round_counts(n: np.ndarray, gpus: list[str], sizes: np.ndarray, cost: np.nda
         g = gpus[i]
         if used[g] + sizes[i] > available[g]:
             continue
+        if supply is not None and not supply[g].holds([*held[g], int(sizes[i])]):
+            continue
         if budget is not None and money + cost[i] > budget * (1 + COST_TOL):
             continue
+        held[g].append(int(sizes[i]))
         counts[i] += 1
         used[g] += int(sizes[i])
         money += float(cost[i])
@@ -368,7 +392,9 @@ class ExactSearch:
         # the LP's columns +- reach, and the sizes it likes for every type and role: the
         # integer optimum often trades a fractional large island for whole smaller ones
         # of another type
-        keep = {(g, n + d, r) for g, n, r in lp.support for d in range(-reach, reach + 1)}
+        sizes = candidate_sizes(space, self.max_island)
+        keep = {(g, sizes[g][k], r) for g, n, r in lp.support
+                for k in range(len(sizes[g])) if abs(k - sizes[g].index(n)) <= reach}
         keep |= {(t.name, n, r) for t in space.types for _, n, _ in lp.support
                  for r in ROLES}
         res = solve_exact(space, tables, prob, time_limit=self.time_limit,
@@ -401,8 +427,8 @@ class ExactSearch:
                 # No disaggregated layout exists (e.g. GPUs for one island only); a
                 # colocated one may: start from each type whole, as far as it fits.
                 for t in space.types:
-                    whole = ((t.name, t.available),)
-                    if t.available >= max(1, t.min_island) and space.fits(whole):
+                    whole = ((t.name, t.snap_down(t.available)),)
+                    if whole[0][1] >= 1 and space.fits(whole):
                         tracker.evaluate(whole, "start")
                 start = tracker.best_layout
             if start:

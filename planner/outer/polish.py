@@ -7,8 +7,9 @@ exactly.  :func:`polish` walks those steps (first-improvement hill climbing over
 fixed, deterministic neighbourhood: the first neighbour that ranks higher is taken and
 the walk restarts from it) until no step improves or the evaluation budget is spent:
 
-* **resize**: an island grows or shrinks by 1, 2, 4, ... GPUs (within the type's
-  availability, the minimum island size and the budget);
+* **resize**: an island grows or shrinks by 1, 2, 4, ... GPUs, or to the next size
+  its type allows (at server granularity: the next whole server or share; within the
+  type's availability and servers, the minimum island size and the budget);
 * **move**: GPUs pass from one island to another of the same type;
 * **split** an island in two (halves, or a quarter, an eighth, or 1, 2, 4, 8 GPUs
   split off), or **merge** two islands of one type;
@@ -54,6 +55,12 @@ def neighbours(layout: Layout, space: SearchSpace) -> list[Layout]:
             if g - step >= supply[t].min_island:
                 emit(rest + [(t, g - step)])
             step *= 2
+        if supply[t].shape is not None:  # the allowed sizes on either side
+            allowed = supply[t].sizes(g + free)
+            k = allowed.index(g) if g in allowed else -1
+            for j in (k - 1, k + 1):
+                if 0 <= j < len(allowed) and k >= 0:
+                    emit(rest + [(t, allowed[j])])
         lo = supply[t].min_island
         for part in sorted({g // 2, g // 4, g // 8, 1, 2, 4, 8}):
             if lo <= part and g - part >= lo and part <= g - part:
@@ -72,7 +79,8 @@ def neighbours(layout: Layout, space: SearchSpace) -> list[Layout]:
                     emit(others + [(t, g + d), (t, h - d)])
     for t, sup in supply.items():
         free = sup.available - used.get(t, 0)
-        sizes = sorted({g for u, g in isl if u == t} | {sup.min_island})
+        smallest = sup.sizes()[:1] or [sup.min_island]
+        sizes = sorted({g for u, g in isl if u == t} | set(smallest))
         for g in sizes:
             if g <= free:
                 emit(isl + [(t, g)])

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from planner.atomic import write_text_atomic
 from planner.errors import PlannerError
 from planner.execution import Executor
+from planner.servers import ServerShape
 
 Island = tuple[str, int]  # (GPU type name, island size in GPUs)
 Layout = tuple[Island, ...]  # canonical: sorted, islands of size 0 dropped
@@ -122,12 +123,72 @@ class LayoutObjective(Protocol):
 
 @dataclass(frozen=True)
 class TypeSupply:
-    """What the search may use of one GPU type."""
+    """What the search may use of one GPU type.
+
+    ``gpus_per_node`` > 0 puts the type at server granularity (:mod:`planner.servers`):
+    islands are whole servers or a power-of-two share of one, packed into the
+    ``installed`` GPUs' servers (``installed``: the inventory's count, which a budget may
+    cap ``available`` below; 0 means ``available``).  0 is the thesis's free sizes."""
 
     name: str
     available: int
     price_per_hour: float
     min_island: int = 1
+    gpus_per_node: int = 0
+    installed: int = 0
+
+    @property
+    def shape(self) -> ServerShape | None:
+        """The type's servers, or None at GPU granularity."""
+        if self.gpus_per_node <= 0:
+            return None
+        return ServerShape.of(self.installed or self.available, self.gpus_per_node)
+
+    def allowed(self, size: int) -> bool:
+        """Whether the search may propose an island of ``size`` GPUs of this type."""
+        shape = self.shape
+        return size >= self.min_island and (shape is None or shape.allowed(size))
+
+    def sizes(self, hi: int | None = None) -> list[int]:
+        """Island sizes the search may propose, ascending, up to ``hi`` and what is
+        available."""
+        top = self.available if hi is None else min(hi, self.available)
+        lo = max(1, self.min_island)
+        shape = self.shape
+        if shape is None:
+            return list(range(lo, top + 1))
+        return shape.sizes(lo, top)
+
+    def snap_down(self, size: int) -> int:
+        """The largest proposable size not above ``size`` (0: none)."""
+        shape = self.shape
+        g = size if shape is None else shape.snap_down(size)
+        while g >= 1 and not self.allowed(g):
+            g = 0 if shape is None else shape.snap_down(g - 1)
+        return max(g, 0) if g >= self.min_island else 0
+
+    def fit_sizes(self, sizes: list[int], min_island: int = 1) -> list[int]:
+        """``sizes`` made proposable: each snapped down to an allowed size of at least
+        ``min_island`` (a smaller one is dropped: its GPUs stay idle), then the smallest
+        islands shrunk or dropped until the islands fit the type's servers.  Never
+        raises a size, so a sum that held a budget still does."""
+        floor = max(min_island, self.min_island)
+        out = sorted((g for g in (self.snap_down(int(x)) for x in sizes) if g >= floor),
+                     reverse=True)
+        while out and not self.holds(out):
+            g = self.snap_down(out[-1] - 1)
+            if g >= floor:
+                out[-1] = g
+            else:
+                out.pop()
+        return out
+
+    def holds(self, sizes: list[int]) -> bool:
+        """Whether islands of ``sizes`` GPUs fit what is available (and its servers)."""
+        if sum(sizes) > self.available or not all(self.allowed(g) for g in sizes):
+            return False
+        shape = self.shape
+        return shape is None or shape.packs(sizes)
 
 
 @dataclass(frozen=True)
@@ -158,9 +219,11 @@ class SearchSpace:
 
     @classmethod
     def from_inventory(cls, inventory: Any, *, budget: float | None = None,
-                       target_rps: float | None = None) -> SearchSpace:
+                       target_rps: float | None = None,
+                       granularity: str = "server") -> SearchSpace:
         """From a :class:`planner.inventory.Inventory` (entries with name, count,
-        price_per_hour, min_island).
+        price_per_hour, min_island, node); ``granularity`` "server" proposes whole
+        servers and shares of one (:mod:`planner.servers`), "gpu" any size.
 
         Under a budget a type's supply is what the budget buys of it, if that is less
         than the inventory lists: no layout can use more, and the searches size their
@@ -172,8 +235,9 @@ class SearchSpace:
             if budget is not None and e.price_per_hour > 0:
                 count = min(count, affordable(budget, float(e.price_per_hour)))
             if count > 0:  # a type with nothing available cannot appear in any layout
+                node = int(e.node) if granularity == "server" else 0
                 types.append(TypeSupply(e.name, count, float(e.price_per_hour),
-                                        int(e.min_island)))
+                                        int(e.min_island), node, int(e.count) if node else 0))
         return cls(types=tuple(types), budget=budget, target_rps=target_rps)
 
     @property
@@ -201,14 +265,15 @@ class SearchSpace:
         return layout_cost(layout, self.prices)
 
     def fits(self, layout: Layout) -> bool:
-        """Within the inventory, the minimum island sizes and the budget."""
+        """Within the inventory, its servers, the minimum island sizes and the budget."""
         supply = {t.name: t for t in self.types}
+        sizes: dict[str, list[int]] = {}
         for t, g in layout:
-            if t not in supply or g < supply[t].min_island:
+            if t not in supply:
                 return False
-        for t, n in layout_counts(layout).items():
-            if n > supply[t].available:
-                return False
+            sizes.setdefault(t, []).append(g)
+        if not all(supply[t].holds(gs) for t, gs in sizes.items()):
+            return False
         return self.budget is None or self.cost(layout) <= self.budget * (1 + COST_TOL)
 
     def qualifies(self, score: Score) -> bool:

@@ -19,6 +19,7 @@ from planner.report.facts import (
     DASH,
     fmt,
     gpu_lines,
+    gpus_per_node,
     homogeneous_ratio,
     island_kinds,
     length,
@@ -27,6 +28,8 @@ from planner.report.facts import (
     pct,
     prices,
     served_span,
+    server_text,
+    servers_used,
 )
 
 Table = tuple[list[str], list[list[str]]]
@@ -110,7 +113,13 @@ def answer(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
     s = plan["summary"]
     req = plan["request"]
     lines = gpu_lines(plan)
-    buy = ", ".join(f"{ln.used} × {ln.gpu}" for ln in lines if ln.used) or "nothing"
+    servers = servers_used(plan)
+
+    def bought(ln) -> str:
+        k = servers.get(ln.gpu)
+        return f"{ln.used} × {ln.gpu}" + (f" ({k} server{'s' if k > 1 else ''})" if k else "")
+
+    buy = ", ".join(bought(ln) for ln in lines if ln.used) or "nothing"
     budget = num(s.get("budget", req.get("budget")))
     of_budget = (f" of the {money(budget)} budget ({pct(num(s['cost_per_hour']) / budget, 0)})"
                  if budget > 0 else "")
@@ -154,7 +163,8 @@ def island_groups(plan: Mapping[str, Any]) -> Table:
         spans = [sp for sp in (served_span(i, plan) for i in members) if sp is not None]
         served = DASH if not spans else \
             f"{length(min(sp[0] for sp in spans))}–{length(max(sp[1] for sp in spans))}"
-        rows.append([f"{len(members)} × {size} {gpu}", role,
+        on = server_text(gpu, size, plan)
+        rows.append([f"{len(members)} × {size} {gpu}" + (f" ({on})" if on else ""), role,
                      DASH if idle else config, DASH if idle else batch,
                      fmt(rate), latency, money(p.get(gpu, math.nan) * size * len(members)),
                      served])
@@ -187,6 +197,17 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
     if not (req.get("slo") or {}).get("ttft_ms") and not (req.get("slo") or {}).get("tpot_ms"):
         out.append("No latency ceiling was set: the plan maximises throughput only, so "
                    "latencies can be long.")
+    nodes = gpus_per_node(plan)
+    for g in inv.get("gpus") or []:
+        node, count = nodes.get(str(g.get("type"))), int(g.get("count") or 0)
+        if node and count % node:
+            out.append(f"The inventory's {count} {g['type']} are {count // node} servers of "
+                       f"{node} and one partial server of {count % node}: only islands that "
+                       "are a share of a server can use the partial one.")
+    if req.get("island_granularity") == "gpu" and not req.get("thesis"):
+        out.append("Islands were sized GPU by GPU (--island-granularity gpu): some may "
+                   "straddle servers or share one with another GPU type, which no "
+                   "deployment can do; plan at server granularity to deploy.")
     if req.get("thesis"):
         out.append("Thesis mode: the figures follow seed 002's formulation (range "
                    "midpoints, no KV-transfer limit), for reproducing its tables.")

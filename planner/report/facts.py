@@ -160,6 +160,36 @@ def gpu_lines(plan: Mapping[str, Any]) -> list[GpuLine]:
             for t in gpu_types(plan) if used.get(t, 0) or t in avail]
 
 
+def gpus_per_node(plan: Mapping[str, Any]) -> dict[str, int]:
+    """GPUs per server of each inventory type, for a plan made at server granularity
+    (empty for older plans and GPU granularity)."""
+    req = plan["request"]
+    if req.get("thesis") or req.get("island_granularity") != "server":
+        return {}
+    return {str(g["type"]): int(g["gpus_per_node"])
+            for g in req["inventory"].get("gpus") or [] if g.get("gpus_per_node")}
+
+
+def server_text(gpu: str, size: int, plan: Mapping[str, Any]) -> str:
+    """An island in servers: ``"3 servers × 8"``, ``"1 server × 8"``, ``"4 of an 8-GPU
+    server"`` ('' at GPU granularity)."""
+    node = gpus_per_node(plan).get(gpu)
+    if not node:
+        return ""
+    if size >= node:
+        k = size // node
+        return f"{k} server{'s' if k > 1 else ''} × {node}"
+    return f"{size} of a{'n' if str(node)[0] == '8' else ''} {node}-GPU server"
+
+
+def servers_used(plan: Mapping[str, Any]) -> dict[str, int]:
+    """Servers of each type the plan occupies (its ``servers`` list)."""
+    out: dict[str, int] = {}
+    for srv in plan.get("servers") or []:
+        out[str(srv["gpu"])] = out.get(str(srv["gpu"]), 0) + 1
+    return out
+
+
 def homogeneous_ratio(plan: Mapping[str, Any]) -> float:
     """This plan's requests/s over the best single-type plan's, at the same budget."""
     best = plan["summary"].get("best_homogeneous")

@@ -76,6 +76,10 @@ def render_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]] =
     if net:
         parts += ["### Network", "", sections.NETWORK_NOTE, "", md_table(net), ""]
     parts += ["### Every island", "", md_table(sections.islands_table(plan)), ""]
+    placed = sections.placement_table(plan)
+    if placed:
+        parts += ["### Placement (server → islands)", "", sections.PLACEMENT_NOTE, "",
+                  md_table(placed), ""]
     parts += ["### Search", "", f"{search_quality(plan)}.", ""] + _figure_md("convergence.png")
     parts += [md_table(sections.search_table(plan)), ""]
     parts += ["### Inputs", "", md_table(sections.request_table(plan)), ""]

@@ -32,6 +32,11 @@ NETWORK_NOTE = ("Prompt KV caches moved from prefill to decode islands at the pl
                 "capacity, by the tier they cross once the islands are placed (islands "
                 "serving the same lengths sit together).")
 
+PLACEMENT_NOTE = ("Each server holds one GPU type; an island takes whole servers or a "
+                  "power-of-two share of one server. Server numbers follow the order of the "
+                  "input lengths the islands serve, so prefill and decode islands that "
+                  "exchange KV caches sit on neighbouring servers.")
+
 
 def gpus_table(plan: Mapping[str, Any]) -> Table:
     rows = []
@@ -55,14 +60,34 @@ def islands_table(plan: Mapping[str, Any]) -> Table:
             latency = f"TTFT {fmt(isl['ttft_ms'])} ms"
         elif isl.get("tpot_ms") is not None:
             latency = f"TPOT {fmt(isl['tpot_ms'])} ms"
-        rows.append([str(k), str(isl["gpu"]), str(isl["size"]), str(isl["role"]),
+        where = isl.get("servers")
+        rows.append([str(k), str(isl["gpu"]), str(isl["size"]),
+                     DASH if not where else ", ".join(str(x) for x in where),
+                     str(isl["role"]),
                      DASH if idle else str(isl["config"] or DASH),
                      DASH if idle else str(isl["batch"]),
                      fmt(isl.get("requests_per_s")), latency,
                      money(p.get(str(isl["gpu"]), math.nan) * num(isl["size"])),
                      ranges_served(isl, plan)])
-    return (["#", "GPU", "GPUs", "role", "parallelism (tp-dp-ep)", "batch", "requests/s",
+    return (["#", "GPU", "GPUs", "servers", "role", "parallelism (tp-dp-ep)", "batch",
+             "requests/s",
              "latency", "cost", "input lengths served"], rows)
+
+
+def placement_table(plan: Mapping[str, Any]) -> Table | None:
+    """Server -> the islands on it (server granularity; None otherwise): what a
+    deployment engineer racks and launches, one GPU type per server."""
+    servers = plan.get("servers")
+    if not servers:
+        return None
+    rows = []
+    for srv in servers:
+        islands = ", ".join(f"#{i} ({plan['islands'][i]['role']}, "
+                            f"{plan['islands'][i]['size']} GPUs)" for i in srv["islands"])
+        kind = f"{srv['gpus']} × {srv['gpu']}" + (" (partial server)" if srv.get("partial")
+                                                  else "")
+        rows.append([str(srv["index"]), kind, str(srv["gpus_used"]), islands])
+    return ["server", "GPUs", "used", "islands on it"], rows
 
 
 def throughput_table(plan: Mapping[str, Any]) -> Table:

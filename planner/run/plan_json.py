@@ -36,9 +36,11 @@ def _latency(op) -> dict[str, Any]:
     return out
 
 
-def _island(a, point, location, flows) -> dict[str, Any]:
+def _island(a, point, location, flows, servers=None) -> dict[str, Any]:
     out = {"gpu": a.gpu, "size": a.size, "role": a.role, "config": a.config,
            "batch": a.batch, "shares": list(a.shares)}
+    if servers:
+        out["servers"] = list(servers)
     if point is not None:
         out.update(requests_per_s=_num(point.requests_per_s), ttft_ms=_num(point.ttft_ms),
                    tpot_ms=_num(point.tpot_ms))
@@ -126,8 +128,12 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
                             None if operating is None or not operating.locations
                             else operating.locations[i],
                             None if operating is None or not operating.range_flows
-                            else operating.range_flows[i])
+                            else operating.range_flows[i],
+                            None if operating is None or not operating.island_servers
+                            else operating.island_servers[i])
                     for i, a in enumerate(result.islands)],
+        **({"servers": [s.to_dict() for s in operating.servers]}
+           if operating is not None and operating.servers else {}),
         "ranges": {"start": list(result.range_start), "end": list(result.range_end),
                    "mid": [float(m) for m in ranges_mid], "prob": list(result.range_prob)},
         "per_range": {"prefill_rps": list(result.prefill_rps),

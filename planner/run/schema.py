@@ -131,6 +131,7 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
         if any(x is not None and not -1e-9 <= x <= 1 + 1e-6 for x in shares):
             raise _fail(source, f"{where}.shares", "must be shares of time in [0, 1]")
         _check_island(isl, where, source, known_gpus, pipeline)
+    _check_servers(plan.get("servers"), source)
     summary = plan["summary"]
     for key in ("requests_per_s", "cost_per_hour", "gpus_used"):
         if key not in summary:
@@ -210,6 +211,26 @@ def _check_layout(layout: Any, field: str, source: str) -> None:
                      le=MAX_ISLAND)
 
 
+def _check_servers(servers: Any, source: str) -> None:
+    """The plan's servers (server granularity; absent in older plans and at GPU
+    granularity): index, GPU type, GPUs, GPUs used and the islands on each."""
+    if servers is None:
+        return
+    if not isinstance(servers, list):
+        raise _fail(source, "servers", "must be a list")
+    for k, srv in enumerate(servers):
+        where = f"servers[{k}]"
+        if not isinstance(srv, Mapping):
+            raise _fail(source, where, "must be an object")
+        for key in ("index", "gpus", "gpus_used"):
+            check_number(srv.get(key), _at(source, f"{where}.{key}"), integer=True, ge=0,
+                         le=MAX_ISLAND * 1_000_000)
+        if not isinstance(srv.get("gpu"), str):
+            raise _fail(source, f"{where}.gpu", "must be a GPU name")
+        if not isinstance(srv.get("islands"), list):
+            raise _fail(source, f"{where}.islands", "must be a list of island indices")
+
+
 def _check_island(isl: Mapping[str, Any], where: str, source: str, known: set[str],
                   pipeline: bool) -> None:
     """An island's values: a GPU of the plan's inventory (or the catalog), a whole
@@ -227,6 +248,13 @@ def _check_island(isl: Mapping[str, Any], where: str, source: str, known: set[st
                         "plan's inventory nor in the GPU catalog") from None
     size = check_number(isl["size"], _at(source, f"{where}.size"), integer=True, ge=1,
                         le=MAX_ISLAND)
+    if isl.get("servers") is not None:
+        if not isinstance(isl["servers"], list) or not isl["servers"]:
+            raise _fail(source, f"{where}.servers", "must be a non-empty list of server "
+                        "indices")
+        for k, v in enumerate(isl["servers"]):
+            check_number(v, _at(source, f"{where}.servers[{k}]"), integer=True, ge=0,
+                         le=MAX_ISLAND * 1_000_000)
     if isl["role"] == "idle":
         return
     check_number(isl["batch"], _at(source, f"{where}.batch"), integer=True, ge=1,

@@ -101,8 +101,8 @@ def marginal_scenarios(spec: WhatIfSpec, base: Scenario, owned: Mapping[str, int
     b1 = b0 + step
     unlimited = spec.availability == "unlimited"
     if unlimited:
-        start = tuple(TypeSupply(e.name, owned.get(e.name, 0), e.price_per_hour, e.min_island)
-                      for e in spec.inventory.entries)
+        start = tuple(TypeSupply(e.name, owned.get(e.name, 0), e.price_per_hour, e.min_island,
+                                 e.node) for e in spec.inventory.entries)
     else:
         start = base.supply
     out: list[Option] = []

@@ -63,7 +63,8 @@ class Scenario:
         """Scenarios with equal keys are the same optimisation problem: types without
         GPUs are dropped, and a budget above the supply's full cost is the full cost
         (every layout within the supply already costs at most that)."""
-        types = tuple(sorted((t.name, t.available, t.price_per_hour, t.min_island)
+        types = tuple(sorted((t.name, t.available, t.price_per_hour, t.min_island,
+                              t.gpus_per_node)
                              for t in self.supply if t.available > 0))
         budget = min(self.budget, self.full_cost)
         return (self.components or self.workload, types, round(budget, 9))
@@ -79,7 +80,8 @@ def supply(inventory: Inventory, budget: float, availability: str,
         count = e.count
         if availability == "unlimited":
             count = affordable(budget, e.price_per_hour)
-        out.append(TypeSupply(e.name, count, e.price_per_hour, e.min_island))
+        # whole servers of the inventory's size (planner.servers)
+        out.append(TypeSupply(e.name, count, e.price_per_hour, e.min_island, e.node))
     return tuple(out)
 
 

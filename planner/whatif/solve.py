@@ -77,7 +77,8 @@ class Outcome:
             "study": s.study, "scenario": s.name, "option": s.option, "workload": s.workload,
             "budget": s.budget, "params": dict(s.params),
             "supply": [{"type": t.name, "available": t.available,
-                        "price_per_hour": t.price_per_hour, "min_island": t.min_island}
+                        "price_per_hour": t.price_per_hour, "min_island": t.min_island,
+                        "gpus_per_node": t.gpus_per_node}
                        for t in s.supply],
             "status": self.status, "requests_per_s": self.requests_per_s,
             "cost_per_hour": self.cost_per_hour,
@@ -184,7 +185,7 @@ class WhatIfRunner:
         """One problem, solved here (no cache)."""
         t0 = time.perf_counter()
         decode_mean = float(self.workload(scenario).decode_mean)
-        types = tuple(t for t in scenario.supply if t.available >= t.min_island)
+        types = tuple(t for t in scenario.supply if t.snap_down(t.available) >= 1)
         if not types:
             out = Outcome(scenario, "no plan", 0.0, 0.0, (), (), 0.0, math.nan,
                           time.perf_counter() - t0, decode_mean)

@@ -48,13 +48,16 @@ def test_auto_falls_back_to_bo_when_too_many_sizes_to_tabulate():
 def test_footprint_prior_raises_min_island_to_the_smallest_serving_size():
     req = PlanRequest(INV, budget=80.0, ranges=8)
     ev = LayoutEvaluator(PlanningContext.for_request(req), make_inner_solver("maxrate"))
-    space = footprint_space(req.space(), ev)
-    for t in space.types:
-        smallest = min(g for g in (_smallest_serving(ev, t.name, 1, t.available, phase)
+    plain = req.space()
+    space = footprint_space(plain, ev)
+    for t, u in zip(space.types, plain.types, strict=True):
+        sizes = u.sizes()  # whole servers and shares of one (planner.servers)
+        smallest = min(g for g in (_smallest_serving(ev, t.name, sizes, phase)
                                    for phase in ("prefill", "decode")) if g is not None)
         assert t.min_island == smallest > 1  # DeepSeek-V3 needs several GPUs anywhere
-        assert not ev.island(t.name, smallest - 1).prefill.feasible
-        assert not ev.island(t.name, smallest - 1).decode.feasible
+        for g in (g for g in sizes if g < smallest):
+            assert not ev.island(t.name, g).prefill.feasible
+            assert not ev.island(t.name, g).decode.feasible
 
 
 def test_the_plan_names_the_search_it_used():

@@ -1,0 +1,350 @@
+"""What an export needs to know about a plan, read and checked once.
+
+:func:`read_deployment` reads ``RUN_DIR/plan.json`` through the run folder's own reader
+(:func:`planner.run.schema.load_plan`: schema version, sections, island fields, a
+configuration label that parses and covers the island) and then checks what only a
+launch needs, each failure one line naming the file and the field, exit 2:
+
+* ``request.engine`` is an engine with a launch command (TensorRT-LLM, SGLang, vLLM;
+  ``roofline`` is the thesis's model, not an engine);
+* ``request.model`` is a model the perf model knows (its Hugging Face name is the
+  ``_source`` of its config, ``perfmodel/data/models``);
+* every serving island's configuration is one the perf model accepts for that model
+  (:func:`perfmodel.parallel.validate_config`: ep divides the island, tp the heads, ep 1
+  for a dense model);
+* the optional ``servers`` / ``gpus_per_node`` of an island (issue 27 item 1) are a
+  list of server ids and a whole GPU count, and cover the island.
+
+A plan that passes those but that the plan's engine cannot start -- a layout outside its
+rules (:func:`perfmodel.launch.layout_violation`), an island that does not split evenly
+over its servers -- is refused with exit 1, naming the island and the rule: the plan
+is valid, the engine is the limit.
+
+Servers: an island lists the servers it runs on when the plan has them
+(``islands[].servers``; GPUs per server from ``islands[].gpus_per_node`` or the plan's
+top-level ``servers[].gpus``); older plans get
+``ceil(size / 8)`` servers of 8 GPUs.  Islands
+that share a server (``servers`` naming the same id) get consecutive GPU indices on it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from perfmodel.engines import ENGINES, EngineProfile
+from perfmodel.hardware import GPU, resolve_gpu
+from perfmodel.models import ModelSpec, get_model
+from perfmodel.parallel import ParallelConfig, validate_config
+from planner.errors import PlannerError
+from planner.inner.registry import needs_context
+from planner.run.schema import load_plan
+
+#: Engines an export writes launch commands for (perfmodel.engines names).
+LAUNCHABLE = ("trtllm", "sglang", "vllm")
+#: GPUs per server when neither the plan nor the GPU's catalog entry says (HGX boards).
+DEFAULT_GPUS_PER_NODE = 8
+#: Ports of island k: BASE_PORT + PORT_STRIDE * k + offset (HTTP 0, PD bootstrap 1,
+#: distributed init 2, KV side channel 3, data-parallel RPC / master 4): unique across
+#: the plan, so islands that share a server never collide.
+BASE_PORT, PORT_STRIDE = 20000, 10
+
+
+class CannotLaunch(PlannerError):
+    """The plan is valid but its engine cannot start one of its islands (exit 1)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class IslandLaunch:
+    """One serving island as an engine starts it."""
+
+    index: int  # position in plan.json's islands
+    name: str  # island-03-decode-h20: file names, Kubernetes names
+    gpu: GPU
+    size: int
+    role: str  # prefill / decode / both
+    tp: int
+    dp: int
+    ep: int
+    batch: int  # plan.json's batch (per attention group for decode, per pass for prefill)
+    token_budget: int | None  # prefill tokens per pass (plan.json token_budget)
+    servers: tuple[str, ...]  # server ids (plan.json servers, else islands[i].s0, ..)
+    gpus_per_server: int  # GPUs of this island on each of its servers
+    gpus_per_node: int  # GPUs a server has
+    gpu_offset: int  # first GPU index on a server it shares with other islands
+    expert_slots: int  # routed-expert slots the engine holds (0: dense)
+    redundant_experts: int  # slots beyond the routed experts
+    location: Mapping[str, Any] | None
+    vendor: str  # nvidia / amd / intel
+
+    @property
+    def multi_server(self) -> bool:
+        return len(self.servers) > 1
+
+    @property
+    def port(self) -> int:
+        return BASE_PORT + PORT_STRIDE * self.index
+
+    def port_of(self, offset: int) -> int:
+        return self.port + offset
+
+    @property
+    def config(self) -> str:
+        return f"tp{self.tp}-dp{self.dp}-ep{self.ep}"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A plan's serving islands, engine and model, as an export launches them."""
+
+    source: str  # the plan.json path, for messages
+    plan: Mapping[str, Any]
+    engine: EngineProfile
+    model: ModelSpec
+    model_path: str  # Hugging Face name, the default of $MODEL_PATH
+    islands: tuple[IslandLaunch, ...]  # serving islands, plan order
+    idle: tuple[int, ...]  # plan indices of idle islands (not launched)
+
+    @property
+    def servers(self) -> int:
+        """Distinct servers the serving islands use."""
+        return len({s for i in self.islands for s in i.servers})
+
+    @property
+    def disaggregated(self) -> bool:
+        return any(i.role == "decode" for i in self.islands)
+
+
+def _fail(source: str, field: str, problem: str, exit_code: int = 2) -> PlannerError:
+    cls = CannotLaunch if exit_code == 1 else PlannerError
+    return cls(f"{source}: field '{field}' {problem}")
+
+
+def dns_name(text: str) -> str:
+    """``text`` as a DNS-1035 label piece: lower case, letters, digits and '-'."""
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-") or "x"
+
+
+def island_name(index: int, role: str, gpu: str) -> str:
+    return f"island-{index:02d}-{role}-{dns_name(gpu)}"[:63].rstrip("-")
+
+
+def hf_name(model: ModelSpec) -> str:
+    """The Hugging Face repository of a built-in model (its config's ``_source``: "Hugging
+    Face deepseek-ai/DeepSeek-V3 config.json ..."), else the model's name."""
+    try:
+        raw = json.loads(resources.files("perfmodel").joinpath(
+            f"data/models/{model.name}.json").read_text())
+    except (OSError, ValueError):
+        return model.name
+    m = re.search(r"Hugging Face (\S+/\S+)", str(raw.get("_source", "")))
+    return m.group(1) if m else model.name
+
+
+def vendor_of(gpu: GPU) -> str:
+    arch = gpu.arch.lower()
+    if arch.startswith("cdna") or gpu.name.upper().startswith("MI"):
+        return "amd"
+    if arch.startswith("xe") or "arc" in gpu.name.lower():
+        return "intel"
+    return "nvidia"
+
+
+def _engine(plan: Mapping[str, Any], source: str) -> EngineProfile:
+    name = plan["request"].get("engine")
+    if name is None:
+        name = "trtllm"  # plans older than request.engine were priced with the default
+    key = str(name).strip().lower()
+    if key == "roofline":
+        raise _fail(source, "request.engine", "is 'roofline', the thesis's analytic model, "
+                    "not a serving engine: there is no launch command to export (re-plan "
+                    "with --engine trtllm, sglang or vllm)")
+    if key not in ENGINES or key not in LAUNCHABLE:
+        raise _fail(source, "request.engine", f"names {name!r}, which is not an engine "
+                    f"export launches ({', '.join(LAUNCHABLE)})")
+    return ENGINES[key]
+
+
+def _model(plan: Mapping[str, Any], source: str) -> ModelSpec:
+    name = plan["request"].get("model")
+    if not isinstance(name, str) or not name:
+        raise _fail(source, "request.model", f"must name a model, got {name!r}")
+    try:
+        return get_model(name)
+    except PlannerError as err:
+        raise _fail(source, "request.model", str(err)) from None
+
+
+def _gpus(plan: Mapping[str, Any], source: str) -> dict[str, GPU]:
+    """The plan inventory's GPU types (datasheets included), by lower-case name."""
+    out: dict[str, GPU] = {}
+    for k, g in enumerate(plan["request"]["inventory"].get("gpus") or []):
+        if not isinstance(g, Mapping) or not isinstance(g.get("type"), str):
+            continue
+        try:
+            out[g["type"].lower()] = resolve_gpu(g["type"], g.get("datasheet"),
+                                                 f"{source}: request.inventory.gpus[{k}]")
+        except PlannerError:
+            continue  # the island's own lookup names the problem
+    return out
+
+
+def _servers(isl: Mapping[str, Any], where: str, source: str, size: int,
+             default_gpn: int) -> tuple[tuple[str, ...], int]:
+    gpn = isl.get("gpus_per_node", default_gpn)
+    if isinstance(gpn, bool) or not isinstance(gpn, int) or not 1 <= gpn <= 4096:
+        raise _fail(source, f"{where}.gpus_per_node", f"must be a whole number of GPUs, "
+                    f"got {gpn!r}")
+    raw = isl.get("servers")
+    if raw is None:
+        n = max(1, math.ceil(size / gpn))
+        return tuple(f"{where}.s{k}" for k in range(n)), gpn  # servers of its own
+    if not isinstance(raw, list) or not raw or \
+            not all(isinstance(s, str | int) and not isinstance(s, bool) for s in raw):
+        raise _fail(source, f"{where}.servers", "must be a non-empty list of server ids")
+    if len(set(map(str, raw))) != len(raw):
+        raise _fail(source, f"{where}.servers", "names a server twice")
+    if len(raw) * gpn < size:
+        raise _fail(source, f"{where}.servers", f"holds {len(raw)} x {gpn} GPUs, fewer than "
+                    f"the island's {size}")
+    return tuple(str(s) for s in raw), gpn
+
+
+def _server_table(plan: Mapping[str, Any], source: str) -> dict[str, int]:
+    """GPUs per server id from the plan's top-level ``servers`` list (issue 27 item 1:
+    ``[{"index", "gpu", "gpus", "islands", ...}]``), when it has one."""
+    raw = plan.get("servers")
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise _fail(source, "servers", "must be a list of servers")
+    out: dict[str, int] = {}
+    for k, srv in enumerate(raw):
+        if not isinstance(srv, Mapping):
+            raise _fail(source, f"servers[{k}]", "must be an object")
+        gpus = srv.get("gpus")
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 4096:
+            raise _fail(source, f"servers[{k}].gpus", f"must be a whole number of GPUs, got "
+                        f"{gpus!r}")
+        out[str(srv.get("index", k))] = gpus
+    return out
+
+
+def _check_launch(engine: EngineProfile, model: ModelSpec, cfg: ParallelConfig, size: int,
+                  gpn: int, n_servers: int, vendor: str, where: str, source: str) -> None:
+    """Exit 1 naming the rule when the engine cannot start this island."""
+    if size % n_servers:
+        raise _fail(source, f"{where}.size", f"is {size} GPUs over {n_servers} servers of "
+                    f"{gpn}, not the same number on each: {engine.label} starts the same "
+                    "ranks on every node (issue 27 item 1 plans whole servers)", 1)
+    if vendor != "nvidia" and engine.name == "trtllm":
+        raise _fail(source, f"{where}.gpu", f"is an {vendor.upper()} GPU; {engine.label} "
+                    "runs on NVIDIA GPUs only", 1)
+    violation = _layout_violation(engine.name, model, cfg, size,
+                                  gpn if n_servers > 1 else None)
+    if violation:
+        raise _fail(source, f"{where}.config", f"{cfg.label()}: {violation}", 1)
+
+
+def _layout_violation(engine: str, model: ModelSpec, cfg: ParallelConfig, size: int,
+                      gpn: int | None) -> str | None:
+    try:
+        from perfmodel.launch import layout_violation
+    except ImportError:  # pragma: no cover - perfmodel/launch.py is issue 27 item 2
+        return None
+    return layout_violation(engine, model, cfg, size, gpn)
+
+
+def expert_slots(engine: str, model: ModelSpec, ep: int) -> tuple[int, int]:
+    """(routed-expert slots, redundant experts) the engine deploys at ``ep``
+    (:func:`perfmodel.launch.engine_slots`: ep x ceil(E / ep) slots, or E where the
+    engine spreads experts unevenly, as vLLM does)."""
+    try:
+        from perfmodel.launch import engine_slots
+    except ImportError:  # pragma: no cover
+        return _expert_slots(model, ep)
+    return engine_slots(engine, model, ep)
+
+
+def _expert_slots(model: ModelSpec, ep: int) -> tuple[int, int]:
+    # TODO(issue 27 item 2): perfmodel.launch.engine_slots is the one definition; this
+    # copy of its formula only serves a tree without perfmodel/launch.py.
+    if not model.is_moe:
+        return 0, 0
+    slots = ep * math.ceil(model.routed_experts / ep)
+    return slots, slots - model.routed_experts
+
+
+def read_deployment(run_dir: Path | str) -> Deployment:
+    """The deployment of ``RUN_DIR/plan.json`` (module docstring for the checks)."""
+    path = Path(run_dir) / "plan.json"
+    plan = load_plan(path)
+    source = str(path)
+    if needs_context(str(plan["request"].get("inner"))):
+        raise _fail(source, "request.inner", f"is {plan['request'].get('inner')!r}, a "
+                    "pipeline plan whose islands are chains of blocks; export launches "
+                    "prefill/decode islands (plan with the default --inner maxrate)")
+    engine = _engine(plan, source)
+    model = _model(plan, source)
+    known = _gpus(plan, source)
+    islands: list[IslandLaunch] = []
+    idle: list[int] = []
+    used_on: dict[str, int] = {}  # server id -> GPUs already given to islands
+    server_gpus = _server_table(plan, source)
+    for i, isl in enumerate(plan["islands"]):
+        where = f"islands[{i}]"
+        if isl["role"] == "idle":
+            idle.append(i)
+            continue
+        gpu = known.get(isl["gpu"].lower()) or resolve_gpu(isl["gpu"])
+        size = int(isl["size"])
+        cfg = ParallelConfig.from_label(isl["config"])  # load_plan checked it parses
+        try:
+            validate_config(cfg, size, model)
+        except PlannerError as err:
+            raise _fail(source, f"{where}.config", f"{isl['config']!r}: {err}") from None
+        first = (isl.get("servers") or [None])[0]
+        servers, gpn = _servers(isl, where, source, size,
+                                server_gpus.get(str(first), DEFAULT_GPUS_PER_NODE))
+        vendor = vendor_of(gpu)
+        _check_launch(engine, model, cfg, size, gpn, len(servers), vendor, where, source)
+        per_server = size // len(servers)
+        offset = 0
+        if len(servers) == 1 and isl.get("servers") is not None:
+            offset = used_on.get(servers[0], 0)
+            if offset + per_server > gpn:
+                raise _fail(source, f"{where}.servers", f"puts {offset + per_server} GPUs on "
+                            f"server {servers[0]!r} of {gpn}")
+            used_on[servers[0]] = offset + per_server
+        budget = isl.get("token_budget")
+        slots, extra = expert_slots(engine.name, model, cfg.ep)
+        loc = isl.get("location")
+        islands.append(IslandLaunch(
+            index=i, name=island_name(i, isl["role"], gpu.name), gpu=gpu, size=size,
+            role=isl["role"], tp=cfg.tp, dp=cfg.dp, ep=cfg.ep, batch=int(isl["batch"]),
+            token_budget=int(budget) if isinstance(budget, int) and budget > 0 else None,
+            servers=servers, gpus_per_server=per_server, gpus_per_node=gpn,
+            gpu_offset=offset, expert_slots=slots, redundant_experts=extra,
+            location=loc if isinstance(loc, Mapping) else None, vendor=vendor))
+    if not islands:
+        raise _fail(source, "islands", "has no serving island (every island is idle)")
+    roles = {i.role for i in islands}
+    if "decode" in roles and not roles & {"prefill", "both"}:
+        raise _fail(source, "islands", "has decode islands but none that prefills")
+    if "prefill" in roles and "decode" not in roles:
+        raise _fail(source, "islands", "has prefill islands but no decode island to hand "
+                    "their KV caches to")
+    return Deployment(source=source, plan=plan, engine=engine, model=model,
+                      model_path=hf_name(model), islands=tuple(islands), idle=tuple(idle))
+
+
+__all__ = ["BASE_PORT", "CannotLaunch", "Deployment", "IslandLaunch", "LAUNCHABLE",
+           "dns_name", "expert_slots", "island_name", "read_deployment"]
