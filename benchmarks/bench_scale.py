@@ -32,9 +32,9 @@ sys.path.insert(0, str(REPO))
 
 def footprints(plan: dict) -> dict[str, int | None]:
     """Smallest island of each used type that serves a phase, by the plan's own model."""
-    from planner.evaluate import LayoutEvaluator, PlanningContext
+    from planner.context.evaluate import LayoutEvaluator, PlanningContext
+    from planner.fleet.inventory import inventory_from_dict
     from planner.inner import make_inner_solver
-    from planner.inventory import inventory_from_dict
     from planner.plan import PlanRequest, _smallest_serving
 
     r = plan["request"]

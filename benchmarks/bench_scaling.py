@@ -6,7 +6,7 @@ The study: DeepSeek-V3 on the shipped three-type inventory (inventories/gpus.yam
 256 $/h -- a budget sweep (4 budgets), an H200 price sweep (4 prices), equal-cost
 single-type comparisons and the marginal value of 64 $/h: 20+ scenarios, each an
 exact MILP (planner.whatif).  It is solved serially (the reference) and on a local
-Ray with 1, 2 and 4 workers (planner.execution), each in a fresh process so that no
+Ray with 1, 2 and 4 workers (planner.core.execution), each in a fresh process so that no
 perf-model cache carries over; every parallel study must give the serial outcomes.
 
 Also measured: Ray's own cost per task (a map of a trivial function over 200 items on
@@ -37,7 +37,7 @@ SPEC = {"inventory": str(REPO / "inventories" / "gpus.yaml"), "budget": 256,
 CHILD = textwrap.dedent("""
     import json, sys, time
     t0 = time.perf_counter()
-    from planner.execution import RayExecutor, SerialExecutor
+    from planner.core.execution import RayExecutor, SerialExecutor
     from planner.whatif import load_spec, run_whatif
     spec = load_spec(sys.argv[1])
     workers = int(sys.argv[2])
@@ -54,7 +54,7 @@ CHILD = textwrap.dedent("""
 
 OVERHEAD = textwrap.dedent("""
     import json, time
-    from planner.execution import RayExecutor
+    from planner.core.execution import RayExecutor
     ex = RayExecutor(workers=2)
     ex.map(abs, list(range(20)))  # warm the workers
     t0 = time.perf_counter()

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from perfmodel.island import clear_cache
-from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.context.evaluate import LayoutEvaluator, PlanningContext
+from planner.fleet.inventory import load_inventory
 from planner.inner import make_inner_solver
-from planner.inventory import load_inventory
 from planner.outer import DividerBO
 from planner.outer.exact import ExactSearch
 from planner.plan import PlanRequest

@@ -30,10 +30,10 @@ import numpy as np
 def build_plan(gpu: str = "H200", size: int = 8, islands: int = 64) -> dict:
     """A plan.json-shaped dict of the max-rate inner solution for ``islands`` x
     ``size`` ``gpu`` (docs/plan-schema.md fields the simulator reads)."""
-    from planner.evaluate import LayoutEvaluator
+    from planner.context.evaluate import LayoutEvaluator
+    from planner.context.thesis_cases import MODEL, WORKLOAD, context
     from planner.inner import make_inner_solver
     from planner.outer.protocol import canonical_layout
-    from planner.thesis_cases import MODEL, WORKLOAD, context
 
     ctx = context()
     ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
@@ -53,7 +53,7 @@ def build_plan(gpu: str = "H200", size: int = 8, islands: int = 64) -> dict:
     }
 
 
-#: Networks the benchmark can run on.  With planner.network's defaults (12.5 Gb/s per
+#: Networks the benchmark can run on.  With planner.fleet.network's defaults (12.5 Gb/s per
 #: cross-pod GPU flow) this plan's KV traffic at 0.8x (~130 GB/s, mostly cross-pod into
 #: 80 decode GPUs = 125 GB/s of ingress) exceeds the fabric: transfers pile up without
 #: bound and the run measures a congested max-min network whose every event re-fills a
@@ -76,15 +76,15 @@ def main() -> None:
     ap.add_argument("--no-fair-sharing", action="store_true")
     ap.add_argument("--network", choices=sorted(NETWORKS), default="fabric-400g",
                     help="fabric-400g (default): 400/200/100 Gb/s per GPU flow at rack/pod/"
-                    "cross-pod; default: planner.network's pessimistic defaults")
+                    "cross-pod; default: planner.fleet.network's pessimistic defaults")
     args = ap.parse_args()
 
-    from planner.network import parse_network
+    from planner.context.thesis_cases import WORKLOAD
+    from planner.fleet.network import parse_network
     from planner.sim.arrivals import requests_from_workload
     from planner.sim.cluster import cluster_from_plan
     from planner.sim.engine import simulate
     from planner.sim.routers import make_router
-    from planner.thesis_cases import WORKLOAD
     from planner.workload import load_workload
 
     t0 = time.perf_counter()

@@ -53,10 +53,10 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_sim import NETWORKS, build_plan
 
-    from planner.network import parse_network
+    from planner.context.thesis_cases import WORKLOAD
+    from planner.fleet.network import parse_network
     from planner.sim.arrivals import requests_from_workload
     from planner.sim.cluster import cluster_from_plan
-    from planner.thesis_cases import WORKLOAD
     from planner.workload import load_workload
 
     plan = build_plan()

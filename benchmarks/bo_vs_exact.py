@@ -79,7 +79,7 @@ def table51_bo(args: tuple) -> dict:
 
 
 def _target_request(inventory: str, target: float | None):
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest
 
     return PlanRequest(load_inventory(REPO / "inventories" / inventory), target_rps=target,
@@ -89,7 +89,7 @@ def _target_request(inventory: str, target: float | None):
 def target_case(args: tuple) -> dict:
     """One inventory: its maximum rate, then every target's exact / auto / BO cost."""
     inventory, seed = args
-    from planner.evaluate import LayoutEvaluator, PlanningContext
+    from planner.context.evaluate import LayoutEvaluator, PlanningContext
     from planner.inner import make_inner_solver
     from planner.outer import DividerBO
     from planner.outer.exact import ExactSearch

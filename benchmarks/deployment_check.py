@@ -9,7 +9,7 @@ c x Azure code and conversation at 512 $/h, planner defaults) twice -- at
 CLI in-process, and counts on every server-granularity plan:
 
 * islands straddling part of a server; servers holding two GPU types; servers used
-  against the inventory's (planner.servers);
+  against the inventory's (planner.fleet.servers);
 * layouts outside the engine's launch rules (perfmodel.launch.layout_violation);
 * collectives over more than one GPU priced at 0 s, in one prefill pass and one decode
   step of every island at its own configuration (perfmodel.collectives);
@@ -70,8 +70,8 @@ def checks(plan_dict: dict) -> dict[str, int]:
     from perfmodel.collectives import decode_collectives, prefill_collectives
     from perfmodel.launch import layout_violation
     from perfmodel.parallel import ParallelConfig
-    from planner.inventory import inventory_from_dict
-    from planner.servers import server_errors
+    from planner.fleet.inventory import inventory_from_dict
+    from planner.fleet.servers import server_errors
 
     req = plan_dict["request"]
     inv = inventory_from_dict(req["inventory"], "plan.json")

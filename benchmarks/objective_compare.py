@@ -28,7 +28,7 @@ CASES = [
 
 def run(case, objective: str, iterations: int, batch: int) -> dict:
     from planner.closed_plan import close_plan
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
 
     label, inv, model, workload, budget = case

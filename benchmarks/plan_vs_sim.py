@@ -14,7 +14,7 @@ promise on simulations the loop never saw (seed 1):
 * **SLO at 0.9x**: the fraction of requests meeting TTFT and TPOT at 0.9x the headline
   (goal >= 99 %);
 * **idle GPUs paid**: GPUs of islands that serve nothing but are counted as bought
-  (goal 0; ``planner.accounting`` must also find nothing to report).
+  (goal 0; ``planner.context.accounting`` must also find nothing to report).
 
 It prints each row as it finishes and writes the table; about 15 minutes on 2 cores.
 """
@@ -37,9 +37,9 @@ VERIFY_SEED = 1
 
 
 def run_case(label: str, inventory: str, model: str, workload: str, budget: float) -> dict:
-    from planner.accounting import accounting_errors
     from planner.closed_plan import close_plan
-    from planner.inventory import load_inventory
+    from planner.context.accounting import accounting_errors
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
     from planner.sim.closed_loop import simulate_at
 
@@ -103,10 +103,10 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "docs" / "plan-vs-sim.md"))
     ap.add_argument("--quick", action="store_true", help="the README plan only")
     ap.add_argument("--workers", type=int, default=1,
-                    help="cases side by side on a local Ray (planner.execution)")
+                    help="cases side by side on a local Ray (planner.core.execution)")
     ap.add_argument("--ray-address", default=None, help="an existing Ray cluster")
     args = ap.parse_args()
-    from planner.execution import make_executor
+    from planner.core.execution import make_executor
 
     cases = [c for c in CASES if c[0] == "README plan"] if args.quick else CASES
 

@@ -2,7 +2,7 @@
 datasheet, an engine or parallelism name).
 
 The perf model stands alone -- it imports nothing from :mod:`planner` -- so it owns
-this error.  The planner does not wrap it: :class:`planner.errors.PlannerError` *is*
+this error.  The planner does not wrap it: :class:`planner.core.errors.PlannerError` *is*
 this class, so one ``except PlannerError`` at the CLI turns a bad ``config.json`` and a
 bad inventory into the same one-line message and exit status.
 """

@@ -2,7 +2,7 @@
 holds in memory.
 
 Everything outside the perf model that needs an island's speed -- the planner's SLO
-check (``planner.feasibility``), the pipeline solvers' server figures
+check (``planner.context.feasibility``), the pipeline solvers' server figures
 (``planner.inner.pipeline_map``) and the simulator's islands (``planner.sim.cluster``)
 -- asks an :class:`IslandTiming` instead of calling the phase models and the memory
 model one by one, so the three cannot drift apart: the same configuration gives the

@@ -16,16 +16,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from planner.errors import NoPlanError, PlannerError
-from planner.evaluate import LayoutEvaluator, PlanningContext
-from planner.execution import Executor
-from planner.feasibility import unmet_slo
+from planner.context.evaluate import LayoutEvaluator, PlanningContext
+from planner.context.feasibility import unmet_slo
+from planner.context.operating import OperatingPoint, operating_point
+from planner.context.request import PlanRequest
+from planner.core.errors import NoPlanError, PlannerError
+from planner.core.execution import Executor
+from planner.fleet.network import NetworkSpec, parse_network
 from planner.inner import make_inner_solver, needs_context
 from planner.inner.evaluator import Evaluation, evaluate, pipeline_evaluation
 from planner.inner.pipeline_map import DataCentreNetwork
 from planner.inner.result import InnerResult
-from planner.network import NetworkSpec, parse_network
-from planner.operating import OperatingPoint, operating_point
 from planner.outer.exact import ExactResult, ExactSearch, candidate_sizes
 from planner.outer.protocol import (
     Layout,
@@ -39,7 +40,6 @@ from planner.outer.protocol import (
     layout_counts,
 )
 from planner.outer.registry import OUTER_SEARCHES, make_search, takes_any_objective
-from planner.request import PlanRequest
 from planner.run.plan_json import plan_dict
 from planner.sim.objective import SimulatedObjective
 
@@ -177,7 +177,7 @@ def _smallest_serving(ev: LayoutEvaluator, name: str, sizes: Iterable[int], phas
 def _sizes(req: PlanRequest, name: str, hi: int) -> list[int]:
     """Island sizes of type ``name`` a plan may use, up to ``hi`` GPUs: every size from
     the type's minimum at GPU granularity, whole servers and shares at server
-    granularity (planner.servers)."""
+    granularity (planner.fleet.servers)."""
     e = req.inventory.entry(name)
     node = e.node if req.granularity == "server" else 0
     return TypeSupply(name, e.count, e.price_per_hour, e.min_island, node).sizes(hi)
@@ -208,7 +208,7 @@ def footprint_space(space: SearchSpace, ev: LayoutEvaluator) -> SearchSpace:
 def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     """Reject up front an SLO no island of the inventory can meet at some input length
     (exit status 1, naming the best achievable TTFT and TPOT per GPU type;
-    planner.feasibility), and a budget below the cheapest plan that can serve the
+    planner.context.feasibility), and a budget below the cheapest plan that can serve the
     model: one prefill island and one decode island, each the cheapest that fits (exit
     status 2, naming the inventory and the flag, and saying what would make a plan
     exist)."""
@@ -288,7 +288,7 @@ def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str
     """Solve ``layout`` and repair it: islands the solution leaves idle are not bought
     (the layout is re-solved without them, which cannot lower its rate), and every
     island's batch is its operating batch at the plan's capacity
-    (:func:`planner.operating.operating_point`, returned as well)."""
+    (:func:`planner.context.operating.operating_point`, returned as well)."""
     problem = ev.problem(layout)
     result = solver.solve(problem)
     op = None
@@ -368,7 +368,7 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
               checkpoint: Path | None = None, executor: Executor | None = None) -> Plan:
     """Search, solve and evaluate; raises :class:`NoPlanError` (exit 1) with an
     explanation when no layout can serve the request.  ``executor`` scores each batch
-    of a black-box search's proposals side by side (planner.execution); the plan is
+    of a black-box search's proposals side by side (planner.core.execution); the plan is
     the serial one."""
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()

@@ -24,8 +24,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from planner.atomic import write_text_atomic
-from planner.errors import PlannerError
+from planner.core.atomic import write_text_atomic
+from planner.core.errors import PlannerError
 from planner.workload.fit import fit_trace
 from planner.workload.registry import builtin_dir, shared_dir
 from planner.workload.schema import workload_to_dict

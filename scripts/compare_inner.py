@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel import get_gpu, get_model
-from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.context.evaluate import LayoutEvaluator, PlanningContext
+from planner.context.thesis_cases import TABLE_5_2, context
 from planner.inner import make_inner_solver
 from planner.inner.result import InnerResult
-from planner.thesis_cases import TABLE_5_2, context
 from planner.workload import load_workload, make_ranges
 
 SOLVERS = ("thesis", "maxrate", "seed000", "seed001")
@@ -117,7 +117,7 @@ def layout_rows(quick: bool):
 
 
 def plan_rows(quick: bool):
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
 
     cases = [("gpus.yaml", 128.0)] if quick else [("gpus.yaml", 128.0), ("gpus.yaml", 512.0),

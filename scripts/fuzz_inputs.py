@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from perfmodel.models import get_model  # noqa: E402
-from planner.errors import PlannerError  # noqa: E402
-from planner.inventory import load_inventory  # noqa: E402
+from planner.core.errors import PlannerError  # noqa: E402
+from planner.fleet.inventory import load_inventory  # noqa: E402
 from planner.outer.checkpoint import load_checkpoint  # noqa: E402
 from planner.run.schema import load_plan  # noqa: E402
 from planner.workload.yaml_io import read_workload  # noqa: E402

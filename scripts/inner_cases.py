@@ -19,11 +19,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from planner.evaluate import LayoutEvaluator  # noqa: E402
+from planner.context.evaluate import LayoutEvaluator  # noqa: E402
+from planner.context.thesis_cases import TABLE_5_2, TITLES, context  # noqa: E402
 from planner.inner import evaluate, make_inner_solver  # noqa: E402
 from planner.report.plots import assignment_figure, per_length_figure, png_bytes  # noqa: E402
 from planner.run.plan_json import plan_dict  # noqa: E402
-from planner.thesis_cases import TABLE_5_2, TITLES, context  # noqa: E402
 
 
 def benchmark_figure(ev, layout, title):

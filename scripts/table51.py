@@ -13,7 +13,7 @@ Per cell: mean +- std over trials of R_total (requests/s) and D_total, the
 heterogeneous / homogeneous ratios (thesis: 1.4x code, 1.2x conversation), and the
 BO's gap to the exact optimum of the model.
 
-Trials and exact solves are independent: they run on planner.execution's executor
+Trials and exact solves are independent: they run on planner.core.execution's executor
 (``--workers N`` local Ray workers, ``--ray-address`` a cluster, 1 serially), each
 result saved the moment it is done beside ``--out`` (``table51.parts/``), so an
 interrupted run resumes with ``--resume``; the table is the same either way.
@@ -47,9 +47,9 @@ def _evaluator(inventory: str, workload: str, ranges: int, inner: str,
     """Table 5.1 is reproduced on the thesis's own Shallowsim-style model (``roofline``);
     ``engine`` prices it on measured kernels instead."""
     from perfmodel import SLO
-    from planner.evaluate import LayoutEvaluator, PlanningContext
+    from planner.context.evaluate import LayoutEvaluator, PlanningContext
+    from planner.fleet.inventory import load_inventory
     from planner.inner import make_inner_solver
-    from planner.inventory import load_inventory
     from planner.plan import PlanRequest
 
     req = PlanRequest(load_inventory(REPO / "inventories" / inventory), workload=workload,
@@ -177,7 +177,7 @@ def main() -> None:
     jobs = [(inv, wl, seed, args.iterations, args.batch_size, args.ranges)
             for _, inv in CELLS for _, wl in WORKLOADS for seed in range(args.trials)]
     exact_jobs = [(inv, wl, args.ranges) for _, inv in CELLS for _, wl in WORKLOADS]
-    from planner.execution import DoneStore, make_executor, map_resumable
+    from planner.core.execution import DoneStore, make_executor, map_resumable
 
     executor = make_executor(args.workers, args.ray_address)
     what = {k: v for k, v in settings.items()

@@ -45,7 +45,7 @@ class EvaluationFault:
     """Makes one layout evaluation of a search raise (see :func:`evaluation_fault`)."""
 
     def __init__(self, monkeypatch) -> None:
-        from planner.evaluate import LayoutEvaluator
+        from planner.context.evaluate import LayoutEvaluator
 
         self._monkeypatch, self._cls = monkeypatch, LayoutEvaluator
         self._real = LayoutEvaluator.__call__
@@ -77,10 +77,10 @@ def evaluation_fault(monkeypatch) -> EvaluationFault:
 @pytest.fixture(autouse=True)
 def _every_plan_accounted(monkeypatch):
     """Every plan the suite makes (``Plan.to_dict``, and the closed loop's rewrite of it)
-    must account for every GPU and dollar the same way everywhere (planner.accounting);
+    must account for every GPU and dollar the same way everywhere (planner.context.accounting);
     a plan that does not fails the test that made it."""
     from planner import plan as plan_module
-    from planner.accounting import accounting_errors
+    from planner.context.accounting import accounting_errors
     from planner.sim import closed_loop
 
     original = plan_module.Plan.to_dict

@@ -18,14 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 #: layer, the module graph must still be acyclic (checked separately).
 LAYERS: list[tuple[str, ...]] = [
     ("perfmodel",),
-    ("planner", "planner.errors", "planner.atomic", "planner.defaults", "planner.fingerprint",
-     "planner.execution", "planner.servers"),
-    ("planner.network", "planner.inventory"),
+    ("planner", "planner.core"),
+    ("planner.fleet",),
     ("planner.workload",),
     ("planner.inner",),
     ("planner.outer",),
-    ("planner.request", "planner.evaluate", "planner.feasibility", "planner.placement",
-     "planner.operating", "planner.accounting", "planner.thesis_cases"),
+    ("planner.context",),
     ("planner.run",),
     ("planner.sim",),
     ("planner.plan",),

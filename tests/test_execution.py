@@ -1,4 +1,4 @@
-"""The execution layer (planner.execution): the serial and Ray executors give the same
+"""The execution layer (planner.core.execution): the serial and Ray executors give the same
 results in the same order, report each item as it finishes, retry a task whose worker
 died, and propagate an item's own error; without Ray, --workers says how to install it.
 Ray runs locally with two workers, started once for the module."""
@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from planner.errors import PlannerError
-from planner.execution import RETRIES, RayExecutor, SerialExecutor, make_executor
+from planner.core.errors import PlannerError
+from planner.core.execution import RETRIES, RayExecutor, SerialExecutor, make_executor
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ def export(
 ) -> None:
     """Write launch commands for the plan's engine, a router configuration and (with
     --format k8s) Kubernetes manifests."""
-    from planner.errors import PlannerError
+    from planner.core.errors import PlannerError
     from planner.export import FORMATS, export_files
     from planner.run.files import check_run_folder, publish
 

@@ -14,7 +14,7 @@ from planner.cli import report as report_cmd
 from planner.cli import simulate as simulate_cmd
 from planner.cli import whatif as whatif_cmd
 from planner.cli import workload as workload_cmd
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 #: Help is click's plain layout (``rich_markup_mode=None``): it wraps at the terminal's
 #: width and never cuts a word, where the rich panels cut long ones ("inventories/gpus.…")

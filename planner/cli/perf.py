@@ -33,11 +33,11 @@ from perfmodel.kernels.library import kernels_for
 from perfmodel.launch import engine_slots, layout_violation, slots_text
 from perfmodel.parallel import ParallelConfig, enumerate_configs, launch_reason, validate_config
 from perfmodel.prefill import prefill_components
-from planner.atomic import check_output_file, write_text_atomic
 from planner.cli import values
 from planner.cli.console import results_console
-from planner.defaults import DEFAULT_MODEL
-from planner.errors import PlannerError
+from planner.core.atomic import check_output_file, write_text_atomic
+from planner.core.defaults import DEFAULT_MODEL
+from planner.core.errors import PlannerError
 
 MODES = ("disagg", "agg")
 

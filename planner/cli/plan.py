@@ -22,9 +22,9 @@ from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import interrupt_on_sigterm, resume_command, step_bars
-from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
-from planner.errors import PlannerError
-from planner.execution import make_executor
+from planner.core.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
+from planner.core.errors import PlannerError
+from planner.core.execution import make_executor
 from planner.inner.registry import DEFAULT_INNER, INNER_SOLVERS, needs_context
 from planner.outer.registry import OUTER_SEARCHES, iterative
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
@@ -122,7 +122,7 @@ def plan(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
 ) -> None:
     """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, check_budget, make_plan
     from planner.report import summary_text, write_run
     from planner.workload import load_workload

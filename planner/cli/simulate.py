@@ -27,7 +27,7 @@ from perfmodel.engines import ENGINES, get_engine
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import sim_bars
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.routers.registry import ROUTERS
 from planner.workload.loaders import TRACE_FORMATS
 

@@ -14,15 +14,15 @@ from typing import Any, TypeVar
 import typer
 
 from perfmodel.errors import at, check_number
-from planner.defaults import (
+from planner.core.defaults import (
     MAX_ISLAND_GPUS,
     MAX_LATENCY_MS,
     MAX_PLAN_LEN,
     MAX_RANGES,
     MAX_TIME_LIMIT,
 )
-from planner.errors import PlannerError
-from planner.inventory import MAX_BUDGET
+from planner.core.errors import PlannerError
+from planner.fleet.inventory import MAX_BUDGET
 from planner.sim.arrivals import MAX_RATE
 
 T = TypeVar("T")

@@ -27,8 +27,8 @@ from perfmodel.engines import DEFAULT_ENGINE, ENGINES
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import interrupt_on_sigterm, resume_command
-from planner.errors import PlannerError
-from planner.execution import make_executor
+from planner.core.errors import PlannerError
+from planner.core.execution import make_executor
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
 _NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",

@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from planner.atomic import check_output_file
 from planner.cli import values
-from planner.errors import PlannerError
+from planner.core.atomic import check_output_file
+from planner.core.errors import PlannerError
 from planner.workload import fit_trace, list_workloads, load_workload, workload_summary
 from planner.workload.families import MAX_SUPPORTED_LEN
 from planner.workload.loaders import COLUMN_ROLES, TIME_UNITS, TRACE_FORMATS

@@ -27,7 +27,7 @@ def export_files(run_dir: Path | str, fmt: str = "shell") -> tuple[Deployment, d
     """(the deployment, file name -> content) of ``RUN_DIR``'s export in ``fmt``;
     nothing is written."""
     if fmt not in FORMATS:
-        from planner.errors import PlannerError
+        from planner.core.errors import PlannerError
 
         raise PlannerError(f"--format: {fmt!r} is not a format ({', '.join(FORMATS)})")
     dep = read_deployment(run_dir)

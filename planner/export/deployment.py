@@ -42,7 +42,7 @@ from perfmodel.engines import ENGINES, EngineProfile
 from perfmodel.hardware import GPU, resolve_gpu
 from perfmodel.models import ModelSpec, get_model
 from perfmodel.parallel import ParallelConfig, validate_config
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.inner.registry import needs_context
 from planner.run.schema import load_plan
 

@@ -8,7 +8,7 @@ its KV cache then goes to one of the range's **decode** islands with the decode 
 chosen independently of the prefill island; a colocated island decodes what it
 prefilled.  So the prefill -> decode pair ``(p, k)`` carries the share ``w_p w_k`` of
 the range (the ``kv_routes``), which is the plan's KV route flow
-(:func:`planner.placement.pair_flows`) normalised.
+(:func:`planner.context.placement.pair_flows`) normalised.
 
 The weights are the ones the simulator's plan-following router uses on the same plan
 (:class:`planner.sim.routers.range_router.RangeRouter`, built here on the plan's own

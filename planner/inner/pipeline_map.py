@@ -56,11 +56,11 @@ import numpy as np
 from perfmodel import DEFAULT_CALIBRATION, GPU, Calibration, ModelSpec
 from perfmodel.parallel import ParallelConfig, enumerate_configs
 from perfmodel.timing import IslandTiming, thesis_batch_rule
+from planner.fleet.network import NetworkSpec
 from planner.inner.blocks import BlockModel, NetworkDescription
 from planner.inner.blocks import Server as BlockServer
 from planner.inner.chains import ChainModel
 from planner.inner.chains import Server as ChainServer
-from planner.network import NetworkSpec
 
 #: Default data-centre network (bytes/s and seconds).
 DEFAULT_BANDWIDTH_BYTES_S = 50e9
@@ -77,7 +77,7 @@ class DataCentreNetwork:
 
     @classmethod
     def from_spec(cls, spec: NetworkSpec) -> DataCentreNetwork:
-        """From an inventory's network (``planner.network``): pipeline hops go between
+        """From an inventory's network (``planner.fleet.network``): pipeline hops go between
         islands, which a plan places on different nodes of one pod or across pods; we
         charge the pod tier (2) -- its latency and its bandwidth net of background."""
         tier = spec.tiers[2]

@@ -37,7 +37,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from perfmodel import GPU, Calibration, ModelSpec
-from planner.errors import NoPlanError
+from planner.core.errors import NoPlanError
 from planner.inner.blocks import Load, solve_blocks
 from planner.inner.chains import ChainPlan, plan_chains
 from planner.inner.pipeline_map import (
@@ -97,7 +97,7 @@ def _pipeline_result(problem: InnerProblem, solver: str, T: float,
 
 class PipelineContext(Protocol):
     """What the pipeline solvers read of the planning context (a
-    :class:`planner.evaluate.PlanningContext` satisfies it; the inner layer names only
+    :class:`planner.context.evaluate.PlanningContext` satisfies it; the inner layer names only
     what it uses, so it does not depend on the layer above)."""
 
     @property

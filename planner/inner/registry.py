@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard, cast
 
 from perfmodel.registry import Registry
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.inner.max_rate import MaxRateMILP
 from planner.inner.pipeline_solvers import BlocksSolver, ChainsSolver
 from planner.inner.protocol import NEEDS_CONTEXT, InnerSolver

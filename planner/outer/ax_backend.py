@@ -55,7 +55,7 @@ from botorch.models import SingleTaskGP
 from botorch.models.fully_bayesian import SaasFullyBayesianSingleTaskGP
 from botorch.sampling import SobolQMCNormalSampler
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.outer.encodings import Encoding
 from planner.outer.protocol import Score, SearchSpace
 

@@ -22,7 +22,7 @@ Two additions to the thesis's loop, on by default and off for its reproduction
 (``warm_start=False, polish=0``):
 
 * **LP warm start**: when the objective can give per-island range tables (the analytic
-  :class:`planner.evaluate.LayoutEvaluator`, or the simulated objective's analytic
+  :class:`planner.context.evaluate.LayoutEvaluator`, or the simulated objective's analytic
   evaluator), the exact MILP restricted to the columns its LP relaxation uses and their
   neighbours (:meth:`planner.outer.exact.ExactSearch.relaxed_layout`) is evaluated too
   -- a near-optimal incumbent for a few seconds of HiGHS;
@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import at, check_number
-from planner.errors import PlannerError
-from planner.execution import Executor
+from planner.core.errors import PlannerError
+from planner.core.execution import Executor
 from planner.outer.checkpoint import load_checkpoint, save_checkpoint
 from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding, Params
 from planner.outer.exact import ExactSearch

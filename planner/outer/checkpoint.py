@@ -10,7 +10,7 @@ One JSON document per search run::
 
 The fingerprint guards against resuming a different run from the file: any change of
 search, settings, inventory/budget/target or seed is reported as a one-line
-:class:`~planner.errors.PlannerError` naming the file and the first differing field.
+:class:`~planner.core.errors.PlannerError` naming the file and the first differing field.
 Writes are atomic (temp file + ``os.replace``), so an interruption while saving leaves
 the previous checkpoint intact.
 """
@@ -23,9 +23,9 @@ from typing import Any
 
 from perfmodel.errors import check_number
 from perfmodel.reading import read_text
-from planner.atomic import write_text_atomic
-from planner.errors import PlannerError
-from planner.fingerprint import first_difference, normalise
+from planner.core.atomic import write_text_atomic
+from planner.core.errors import PlannerError
+from planner.core.fingerprint import first_difference, normalise
 from planner.outer.protocol import HistoryPoint
 
 FORMAT = "hetero-planner/outer-checkpoint"

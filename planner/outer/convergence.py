@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.atomic import write_bytes_atomic
+from planner.core.atomic import write_bytes_atomic
 from planner.outer.protocol import SearchResult
 
 

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.outer.divider import divide
 from planner.outer.procurement import fit_budget
 from planner.outer.protocol import (

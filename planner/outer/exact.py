@@ -230,7 +230,7 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
             cols = np.concatenate([n_cols[list(cv)] for cv in covers])
             b.add_rows(len(covers), rows, cols, np.ones(len(cols)), lower=1.0)
     # inventory per type, and its servers: islands of at least q GPUs within what the
-    # full servers and the partial one hold of them (planner.servers, "Packing")
+    # full servers and the partial one hold of them (planner.fleet.servers, "Packing")
     for t in space.types:
         idx = [k for k, c in enumerate(cands) if c.gpu == t.name]
         if not idx:
@@ -323,7 +323,7 @@ class ExactSearch:
     """The exact MILP behind the :class:`~planner.outer.protocol.OuterSearch` protocol.
 
     It needs the per-(type, size) range tables, not just a layout score, so the
-    objective must be a :class:`planner.evaluate.LayoutEvaluator`.  Its one "history"
+    objective must be a :class:`planner.context.evaluate.LayoutEvaluator`.  Its one "history"
     point is the optimum; ``settings`` records the bound, gap and status.
     """
 

@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from planner.atomic import write_text_atomic
-from planner.errors import PlannerError
-from planner.execution import Executor
-from planner.servers import ServerShape
+from planner.core.atomic import write_text_atomic
+from planner.core.errors import PlannerError
+from planner.core.execution import Executor
+from planner.fleet.servers import ServerShape
 
 Island = tuple[str, int]  # (GPU type name, island size in GPUs)
 Layout = tuple[Island, ...]  # canonical: sorted, islands of size 0 dropped
@@ -125,7 +125,7 @@ class LayoutObjective(Protocol):
 class TypeSupply:
     """What the search may use of one GPU type.
 
-    ``gpus_per_node`` > 0 puts the type at server granularity (:mod:`planner.servers`):
+    ``gpus_per_node`` > 0 puts the type at server granularity (:mod:`planner.fleet.servers`):
     islands are whole servers or a power-of-two share of one, packed into the
     ``installed`` GPUs' servers (``installed``: the inventory's count, which a budget may
     cap ``available`` below; 0 means ``available``).  0 is the thesis's free sizes."""
@@ -221,9 +221,9 @@ class SearchSpace:
     def from_inventory(cls, inventory: Any, *, budget: float | None = None,
                        target_rps: float | None = None,
                        granularity: str = "server") -> SearchSpace:
-        """From a :class:`planner.inventory.Inventory` (entries with name, count,
+        """From a :class:`planner.fleet.inventory.Inventory` (entries with name, count,
         price_per_hour, min_island, node); ``granularity`` "server" proposes whole
-        servers and shares of one (:mod:`planner.servers`), "gpu" any size.
+        servers and shares of one (:mod:`planner.fleet.servers`), "gpu" any size.
 
         Under a budget a type's supply is what the budget buys of it, if that is less
         than the inventory lists: no layout can use more, and the searches size their
@@ -408,6 +408,6 @@ class OuterSearch(Protocol):
     def search(self, space: SearchSpace, objective: LayoutObjective, *, seed: int,
                progress: Progress | None = None, checkpoint: Path | None = None,
                executor: Executor | None = None) -> SearchResult:
-        """``executor`` (planner.execution) may score a batch's proposals side by side;
+        """``executor`` (planner.core.execution) may score a batch's proposals side by side;
         the result must be the serial one."""
         ...

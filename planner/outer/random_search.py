@@ -17,8 +17,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from planner.errors import PlannerError
-from planner.execution import Executor
+from planner.core.errors import PlannerError
+from planner.core.execution import Executor
 from planner.outer.checkpoint import load_checkpoint, save_checkpoint
 from planner.outer.encodings import DirectEncoding, DividerEncoding, Encoding
 from planner.outer.protocol import BLACK_BOX, LayoutObjective, Progress, SearchResult, SearchSpace

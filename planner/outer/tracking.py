@@ -25,8 +25,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from planner.errors import PlannerError
-from planner.execution import Executor
+from planner.core.errors import PlannerError
+from planner.core.execution import Executor
 from planner.outer.protocol import (
     HistoryPoint,
     Layout,

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.report import csv_tables, html, markdown, plots, sim_section
 from planner.report.terminal import summary_plain, summary_text
 from planner.run import files

@@ -24,8 +24,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from planner.atomic import check_writable
-from planner.errors import PlannerError
+from planner.core.atomic import check_writable
+from planner.core.errors import PlannerError
 
 LAST = "plan.json"
 

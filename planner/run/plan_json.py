@@ -67,7 +67,7 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
     cost = sum(prices[g] * n for g, n in used.items())  # idle islands are not bought
     # Headline: the sustained rate of the solved assignment, the basis on which the
     # search, the exact optimum and the homogeneous baselines are all computed.  Range
-    # rates are the harmonic means over each range's own lengths (planner.evaluate), so
+    # rates are the harmonic means over each range's own lengths (planner.context.evaluate), so
     # this is also the assignment's capacity at full length resolution (the evaluator's
     # pooled figure) -- one number.  Seed 002's §5.2.2 re-evaluation of midpoint ranges
     # is a different quantity and is kept only in thesis mode.

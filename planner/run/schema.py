@@ -20,9 +20,9 @@ from perfmodel.errors import check_number
 from perfmodel.hardware import get_gpu
 from perfmodel.parallel import ParallelConfig
 from perfmodel.reading import read_json
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
+from planner.fleet.inventory import inventory_from_dict
 from planner.inner.registry import needs_context
-from planner.inventory import inventory_from_dict
 from planner.outer.protocol import parse_layout_text
 
 SCHEMA_VERSION = 1
@@ -39,7 +39,7 @@ _ROLES = ("prefill", "decode", "both", "idle")
 #: No rate, length, share or cost of a plan comes near this; beyond it a figure is a
 #: corrupted file (and would break every plot's axis).
 MAX_FIGURE = 1e15
-#: No island is larger than an inventory can list of one type (planner.inventory).
+#: No island is larger than an inventory can list of one type (planner.fleet.inventory).
 MAX_ISLAND = 1_000_000
 
 

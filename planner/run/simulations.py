@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 INDEX = "simulation.json"
 FOLDER = "simulation"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.protocol import SimRequest
 from planner.workload.loaders import iter_trace
 from planner.workload.model import Workload

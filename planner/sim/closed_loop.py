@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.defaults import SLO_ATTAINMENT
+from planner.core.defaults import SLO_ATTAINMENT
 from planner.sim.metrics import request_columns
 from planner.sim.run import SimSettings, run_plan
 

@@ -36,8 +36,8 @@ from perfmodel.hardware import GPU, get_gpu, resolve_gpu
 from perfmodel.models import ModelSpec, get_model
 from perfmodel.parallel import ParallelConfig
 from perfmodel.timing import IslandTiming
-from planner.errors import PlannerError
-from planner.network import DEFAULT_NETWORK, Location, NetworkSpec
+from planner.core.errors import PlannerError
+from planner.fleet.network import DEFAULT_NETWORK, Location, NetworkSpec
 from planner.sim.protocol import ROLES, SimCluster, SimIsland
 
 #: Input lengths covered by a hand-built island's prefill table unless told otherwise.
@@ -236,7 +236,7 @@ def make_cluster(islands: Sequence[SimIsland], network: NetworkSpec = DEFAULT_NE
                  label: str = "") -> SimCluster:
     """A cluster of ``islands`` (re-indexed in order); islands without a location are
     placed by ``network.place`` over all island sizes (plan order, docs in
-    :mod:`planner.network`)."""
+    :mod:`planner.fleet.network`)."""
     if not islands:
         raise PlannerError("a cluster needs at least one island")
     places = network.place([isl.size for isl in islands])
@@ -284,7 +284,7 @@ def _range_edges(plan: Mapping[str, Any], n_ranges: int) -> np.ndarray:
 
 
 def _plan_locations(raw: Sequence[Any]) -> list[Location] | None:
-    """The locations the planner placed the serving islands at (planner.placement), if
+    """The locations the planner placed the serving islands at (planner.context.placement), if
     every one of them has one; else None (the network's default layout)."""
     out = []
     for i, isl in enumerate(raw):
@@ -319,7 +319,7 @@ def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None 
     come from ``gpus`` (e.g. the inventory's, with datasheet GPUs), the plan's inventory
     datasheets, or the catalog.  ``max_input`` defaults to the last range's end.
     ``locations`` (one per kept island) overrides the plan's own
-    ``islands[].location`` (planner.placement), which overrides ``network.place``.
+    ``islands[].location`` (planner.context.placement), which overrides ``network.place``.
     """
     if not isinstance(plan, Mapping):
         raise PlannerError("plan must be a JSON object")

@@ -62,14 +62,14 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.cluster import prefill_split, step_time, steps_time, steps_until
 from planner.sim.netflow import FlowNetwork
 from planner.sim.prefix_cache import LRUBlockCache
 from planner.sim.protocol import HOLD, BaseRouter, Router, SimCluster, SimRequest, SimResult
 
 if TYPE_CHECKING:
-    from planner.network import Location
+    from planner.fleet.network import Location
 
 heappush, heappop = heapq.heappush, heapq.heappop
 _perf = time.perf_counter

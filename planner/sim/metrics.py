@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.atomic import write_text_atomic
+from planner.core.atomic import write_text_atomic
 from planner.run.schema import json_safe
 from planner.sim.protocol import SimResult
 

@@ -8,7 +8,7 @@ or completion.  Its validation (reproduced in ``tests/sim/test_sim_netflow.py``)
 flow on an idle path gets its tier bandwidth; ``N`` flows on one bottleneck get ``1/N``
 each; a completion re-allocates at once.
 
-**Which resources.**  :class:`planner.network.NetworkSpec` gives ``B_k`` as what *one
+**Which resources.**  :class:`planner.fleet.network.NetworkSpec` gives ``B_k`` as what *one
 GPU-pair flow* gets at tier ``k`` on an idle path after the tier's oversubscription
 (seed 003 eq. 4 prices ``B_k (1 − c_k) / (1 + n_k(p))``).  We read this as a
 rail-optimised fat-tree with *pinned* paths: each GPU owns

@@ -6,7 +6,7 @@ rebuild them deterministically and hand the engine one ``both`` island per chain
 
 **Rebuilding the chains.**  The planning context (model, workload, ranges, the
 inventory's GPU types with their datasheets and prices) is rebuilt from
-``plan.request`` with :meth:`planner.evaluate.PlanningContext.build`, the network with
+``plan.request`` with :meth:`planner.context.evaluate.PlanningContext.build`, the network with
 :meth:`DataCentreNetwork.from_spec` as :func:`planner.plan.make_plan` does, and
 :meth:`ChainsSolver.plan` is re-run on the plan's *whole* layout (idle islands
 included: that is the input the planner gave it, and GBP-CR's placement depends on
@@ -90,17 +90,17 @@ import numpy as np
 
 from perfmodel.models import ModelSpec
 from perfmodel.timing import STEP_COLUMNS, kv_bytes_per_token_per_gpu
-from planner.errors import NoPlanError, PlannerError
-from planner.evaluate import PlanningContext
+from planner.context.evaluate import PlanningContext
+from planner.context.request import PlanRequest
+from planner.core.errors import NoPlanError, PlannerError
+from planner.fleet.inventory import inventory_from_dict
+from planner.fleet.network import DEFAULT_NETWORK, NetworkSpec, parse_network
 from planner.inner.chains import ChainPlan, PlannedChain
 from planner.inner.pipeline_map import DataCentreNetwork, IslandServer, PipelineWorkload
 from planner.inner.pipeline_solvers import ChainsSolver
 from planner.inner.problem import InnerProblem, IslandSpec
 from planner.inner.protocol import NEEDS_CONTEXT
 from planner.inner.registry import INNER_SOLVERS, needs_context
-from planner.inventory import inventory_from_dict
-from planner.network import DEFAULT_NETWORK, NetworkSpec, parse_network
-from planner.request import PlanRequest
 from planner.sim.cluster import make_cluster, plan_calibration
 from planner.sim.protocol import SimCluster, SimIsland
 

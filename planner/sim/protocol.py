@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from planner.network import Location, NetworkSpec
+    from planner.fleet.network import Location, NetworkSpec
 
 #: ``route_*`` return value meaning "not now: keep the request at the router".
 HOLD = -1
@@ -96,7 +96,7 @@ class SimIsland:
     #: engine's.  A plan under a TTFT ceiling runs some islands at a smaller budget.
     token_budget: int = 0
     #: The plan's flow of each range through this island (requests/s at its capacity;
-    #: planner.operating): the split the plan-following router reproduces.  Empty: the
+    #: planner.context.operating): the split the plan-following router reproduces.  Empty: the
     #: router derives one from ``range_shares`` and the island's own speed.
     range_flows: tuple[float, ...] = ()
 

@@ -52,9 +52,9 @@ import numpy as np
 
 from perfmodel.calibration import Calibration
 from perfmodel.engines import get_engine
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
+from planner.fleet.network import NetworkSpec, parse_network
 from planner.inner.registry import needs_context
-from planner.network import NetworkSpec, parse_network
 from planner.sim.arrivals import parse_rate, requests_from_trace, requests_from_workload
 from planner.sim.cluster import cluster_from_plan, plan_calibration
 from planner.sim.engine import simulate

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.arrivals import gamma_arrivals
 from planner.sim.protocol import SimRequest
 

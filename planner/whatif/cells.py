@@ -2,7 +2,7 @@
 
 Each solved problem (a :meth:`Scenario.key`) is written, as soon as it is solved, to
 ``.<study>.cells/<hash>.json`` beside the study folder, atomically; ``index.json`` in
-the same folder records the spec it belongs to (planner.execution.DoneStore).
+the same folder records the spec it belongs to (planner.core.execution.DoneStore).
 ``planner whatif ... --resume`` loads the cells whose key it needs and solves only the
 rest; a spec that differs from
 the saved one is refused (one line naming the first differing field).  The folder is
@@ -19,8 +19,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from planner.errors import PlannerError
-from planner.execution import DoneStore
+from planner.core.errors import PlannerError
+from planner.core.execution import DoneStore
 from planner.whatif.scenarios import Scenario
 from planner.whatif.solve import Outcome
 
@@ -62,7 +62,7 @@ def outcome_from_cell(scenario: Scenario, d: dict[str, Any], source: str) -> Out
 
 class CellStore:
     """The cells folder of one study (module docstring), on the execution layer's
-    :class:`~planner.execution.DoneStore`."""
+    :class:`~planner.core.execution.DoneStore`."""
 
     def __init__(self, study: Path, spec_dict: dict[str, Any], *, resume: bool) -> None:
         self.folder = cells_folder(study)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from planner.execution import Executor
+from planner.core.execution import Executor
 from planner.whatif.marginal import MarginalAnswer, marginal_answer, marginal_count
 from planner.whatif.scenarios import MIX, Scenario, expand
 from planner.whatif.solve import Cells, Outcome, WhatIfRunner
@@ -45,7 +45,7 @@ def run_whatif(spec: WhatIfSpec, progress: ScenarioProgress | None = None,
                ) -> WhatIfResult:
     """Solve every scenario of ``spec`` (base first), then the marginal-value options;
     ``progress(k, n, label)`` is called as each of the n is settled.  ``executor``
-    spreads the distinct problems of each stage over workers (planner.execution; the
+    spreads the distinct problems of each stage over workers (planner.core.execution; the
     results are the serial ones); ``cells`` saves each as it is solved and supplies
     those of an interrupted run (planner.whatif.cells)."""
     t0 = time.perf_counter()

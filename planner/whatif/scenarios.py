@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.inventory import Inventory
+from planner.fleet.inventory import Inventory
 from planner.outer.protocol import TypeSupply, affordable
 from planner.whatif.spec import WhatIfSpec
 
@@ -80,7 +80,7 @@ def supply(inventory: Inventory, budget: float, availability: str,
         count = e.count
         if availability == "unlimited":
             count = affordable(budget, e.price_per_hour)
-        # whole servers of the inventory's size (planner.servers)
+        # whole servers of the inventory's size (planner.fleet.servers)
         out.append(TypeSupply(e.name, count, e.price_per_hour, e.min_island, e.node))
     return tuple(out)
 

@@ -8,7 +8,7 @@ optimum of the same model for every scenario (up to its proven gap, reported per
 and is also far cheaper than a full ``make_plan`` (no search, no full-resolution
 re-evaluation, no baselines).
 
-Sharing: one :class:`~planner.evaluate.LayoutEvaluator` per workload holds every GPU type
+Sharing: one :class:`~planner.context.evaluate.LayoutEvaluator` per workload holds every GPU type
 any scenario uses; its per-(type, size) range tables do not depend on prices, and
 perfmodel caches island tables process-wide by physical GPU figures, so price sweeps and
 budget sweeps cost only their MILPs.  Scenarios that are the same problem
@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from planner.evaluate import LayoutEvaluator, PlanningContext
-from planner.execution import Executor
+from planner.context.evaluate import LayoutEvaluator, PlanningContext
+from planner.core.execution import Executor
 from planner.inner import make_inner_solver
 from planner.outer.exact import ExactSearch
 from planner.outer.protocol import Layout, SearchSpace, layout_counts

@@ -36,7 +36,7 @@ from typing import Any
 
 from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE, get_engine
-from planner.defaults import (
+from planner.core.defaults import (
     DEFAULT_MODEL,
     DEFAULT_WORKLOAD,
     MAX_ISLAND_GPUS,
@@ -44,8 +44,8 @@ from planner.defaults import (
     MAX_RANGES,
     MAX_TIME_LIMIT,
 )
-from planner.errors import PlannerError
-from planner.inventory import Inventory, InventoryEntry, inventory_from_dict, load_inventory
+from planner.core.errors import PlannerError
+from planner.fleet.inventory import Inventory, InventoryEntry, inventory_from_dict, load_inventory
 from planner.whatif.values import (
     DEFAULT_MAX_ISLAND,
     PriceSweep,

@@ -16,8 +16,8 @@ from typing import Any
 from perfmodel import reading
 from perfmodel.errors import check_number
 from perfmodel.hardware import resolve_gpu
-from planner.errors import PlannerError
-from planner.inventory import MAX_BUDGET, InventoryEntry
+from planner.core.errors import PlannerError
+from planner.fleet.inventory import MAX_BUDGET, InventoryEntry
 from planner.workload.fields import Loc
 from planner.workload.registry import resolve_workload_path
 

@@ -14,7 +14,7 @@ from typing import Any, overload
 import numpy as np
 
 from perfmodel.errors import check_number
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 
 @dataclass(frozen=True)

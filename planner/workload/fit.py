@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload.arrivals import ArrivalAccumulator
 from planner.workload.families import MAX_SUPPORTED_LEN
 from planner.workload.loaders import iter_trace

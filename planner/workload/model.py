@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 #: Default maximum input length when a distribution has no natural upper bound (8k,
 #: the thesis's evaluation range rounded to a power of two).

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from planner.atomic import write_bytes_atomic
+from planner.core.atomic import write_bytes_atomic
 from planner.workload.model import Workload
 
 _BARS = 100

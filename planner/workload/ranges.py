@@ -33,7 +33,7 @@ from typing import cast
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload.model import Workload
 
 #: Number of ranges when neither ``width`` nor ``count`` is given.

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 import planner
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload.model import Workload
 from planner.workload.yaml_io import read_workload
 

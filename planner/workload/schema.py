@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload.families import MAX_SUPPORTED_LEN, discretise, support_max
 from planner.workload.fields import Loc
 from planner.workload.model import DEFAULT_MAX_LEN, JointHistogram, Workload

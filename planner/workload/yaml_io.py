@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from perfmodel import reading
-from planner.atomic import write_text_atomic
+from planner.core.atomic import write_text_atomic
 from planner.workload.model import Workload
 from planner.workload.schema import workload_from_dict, workload_to_dict
 

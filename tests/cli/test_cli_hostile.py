@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from report_fixtures import make_plan_dict  # noqa: E402
@@ -183,7 +183,7 @@ def test_simulate_flag_bounds(run_cli, tmp_path, argv, says):
 def test_a_million_gpus_under_a_budget_is_planned_from_what_it_buys():
     """1,000,000 H200 at 512 $/h: the search space holds what 512 $/h buys (146), not a
     million -- the divider found 7 feasible layouts of 256 samples before."""
-    from planner.inventory import inventory_from_dict
+    from planner.fleet.inventory import inventory_from_dict
     from planner.outer.protocol import SearchSpace
 
     inv = inventory_from_dict({"gpus": [{"type": "H200", "count": 1_000_000,

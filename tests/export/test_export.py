@@ -248,7 +248,7 @@ def _router(folder):
 
 @pytest.mark.parametrize("engine,kind", CASES)
 def test_router_weights_sum_to_one_and_follow_the_plan(plans, exports, engine, kind):
-    from planner.placement import pair_flows
+    from planner.context.placement import pair_flows
 
     plan = json.loads((plans[engine, kind] / "plan.json").read_text())
     router = _router(exports[engine, kind, "shell"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.inner import (
     INNER_SOLVERS,
     InnerProblem,

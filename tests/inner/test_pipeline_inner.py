@@ -8,8 +8,9 @@ import pytest
 from perfmodel.decode import step_model
 from perfmodel.memory import usable_bytes
 from perfmodel.prefill import prefill_time
-from planner.errors import PlannerError
-from planner.evaluate import LayoutEvaluator
+from planner.context.evaluate import LayoutEvaluator
+from planner.context.thesis_cases import TABLE_5_2, context
+from planner.core.errors import PlannerError
 from planner.inner import INNER_SOLVERS, InnerSolver, make_inner_solver
 from planner.inner.pipeline_map import (
     PipelineWorkload,
@@ -20,7 +21,6 @@ from planner.inner.pipeline_map import (
     island_server,
 )
 from planner.inner.result import InnerResult
-from planner.thesis_cases import TABLE_5_2, context
 
 SMALL = (("H20", 4),) * 4
 
@@ -129,7 +129,7 @@ def test_registry(ctx):
 def test_exact_search_rejected():
     from pathlib import Path
 
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
 
     inv = load_inventory(Path(__file__).resolve().parents[2] / "inventories/gpus.yaml")
@@ -167,7 +167,7 @@ def test_plan_with_pipeline_inner_reports_pipeline_figures():
     no "search gap" against a different model."""
     from pathlib import Path
 
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
 
     inv = load_inventory(Path(__file__).resolve().parents[2] / "inventories/gpus.yaml")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.inner.blocks import (
     BlockModel,
     Client,

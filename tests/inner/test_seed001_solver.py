@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.errors import NoPlanError, PlannerError
+from planner.core.errors import NoPlanError, PlannerError
 from planner.inner.chains import ChainModel, Server, plan_chains, predict_response_time
 from planner.inner.chains.jffc import simulate_jffc
 

@@ -47,7 +47,7 @@ def test_plot_writes_png(tmp_path):
 
 
 def test_space_from_shipped_inventory():
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
 
     inv = load_inventory(ROOT / "inventories" / "table5.1-a.yaml")
     space = SearchSpace.from_inventory(inv, budget=512.0)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.outer.divider import divide
 from planner.outer.encodings import DirectEncoding, DividerEncoding
 from planner.outer.procurement import fit_budget

@@ -1,4 +1,4 @@
-"""The searches with a batch's proposals scored on Ray workers (planner.execution):
+"""The searches with a batch's proposals scored on Ray workers (planner.core.execution):
 the same history, values, counters and best layout as the serial search, and a plan
 from the CLI identical to the serial plan apart from timings."""
 
@@ -17,7 +17,7 @@ SPACE = default_space(512.0)
 @pytest.fixture(scope="module")
 def ray_executor():
     pytest.importorskip("ray")
-    from planner.execution import RayExecutor
+    from planner.core.execution import RayExecutor
 
     ex = RayExecutor(workers=2)
     yield ex

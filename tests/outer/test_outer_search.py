@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.outer import (
     OUTER_SEARCHES,
     DirectBO,

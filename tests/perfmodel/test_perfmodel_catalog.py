@@ -6,7 +6,7 @@ import pytest
 
 from perfmodel import get_gpu, get_model, gpu_catalog, gpu_from_datasheet, list_models
 from perfmodel.models import model_from_hf_config
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 REQUIRED_GPUS = ["H20", "H800", "H100-SXM", "H200", "B200", "DGX-B300", "GB200-NVL72",
                  "Rubin-NVL144", "A100-80G", "L40S", "MI300X"]

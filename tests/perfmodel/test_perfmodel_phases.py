@@ -20,7 +20,7 @@ from perfmodel import (
 )
 from perfmodel.decode import _sum_max_linear
 from perfmodel.parallel import validate_config
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 DS, LLAMA = get_model("deepseek-v3"), get_model("llama-3.1-70b")
 H200 = get_gpu("H200")

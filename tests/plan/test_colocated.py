@@ -50,7 +50,7 @@ def test_colocated_table_meets_the_ceilings():
     from planner.workload import load_workload
 
     w = load_workload("azure-conv-2023")
-    from planner.evaluate import PlanningContext
+    from planner.context.evaluate import PlanningContext
     from planner.workload import make_ranges
 
     ctx = PlanningContext(get_model("llama-3.1-8b"), w, make_ranges(w, count=8),
@@ -84,7 +84,7 @@ def test_colocated_plan_end_to_end(run_cli, tmp_path):
 
 
 def test_colocated_is_off_for_moe_by_default_and_can_be_forced():
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest
 
     inv = load_inventory("inventories/gpus.yaml")
@@ -96,7 +96,7 @@ def test_colocated_is_off_for_moe_by_default_and_can_be_forced():
 
 @pytest.mark.slow
 def test_simulated_objective_searches_on_simulated_goodput(tmp_path):
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
 
     p = tmp_path / "inv.yaml"

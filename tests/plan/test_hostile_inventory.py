@@ -7,8 +7,8 @@ import json
 import pytest
 
 from perfmodel.models import get_model
-from planner.errors import PlannerError
-from planner.inventory import load_inventory
+from planner.core.errors import PlannerError
+from planner.fleet.inventory import load_inventory
 
 
 @pytest.mark.parametrize("text, expect", [
@@ -85,7 +85,7 @@ def test_nan_in_model_config_json_is_refused(tmp_path):
 
 def test_planning_context_bounds_lengths_and_ranges():
     from perfmodel import SLO, get_gpu
-    from planner.evaluate import MAX_PLAN_LEN, MAX_RANGES, PlanningContext
+    from planner.context.evaluate import MAX_PLAN_LEN, MAX_RANGES, PlanningContext
     from planner.workload import workload_from_dict
 
     huge = workload_from_dict({"name": "huge", "max_len": MAX_PLAN_LEN + 1,

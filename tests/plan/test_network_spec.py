@@ -1,16 +1,16 @@
-"""planner.network: tiers, placement, parsing of the inventory's network section, and its
+"""planner.fleet.network: tiers, placement, parsing of the inventory's network section, and its
 use by the pipeline inner solvers."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner.errors import PlannerError
-from planner.evaluate import LayoutEvaluator
+from planner.context.evaluate import LayoutEvaluator
+from planner.context.thesis_cases import context
+from planner.core.errors import PlannerError
+from planner.fleet.network import DEFAULT_NETWORK, SEED003_NETWORK, Location, parse_network
 from planner.inner import make_inner_solver
 from planner.inner.pipeline_map import DataCentreNetwork
-from planner.network import DEFAULT_NETWORK, SEED003_NETWORK, Location, parse_network
-from planner.thesis_cases import context
 
 
 def test_seed003_network_follows_the_reconstruction():
@@ -80,7 +80,7 @@ def test_parse_errors_name_the_field(data, field):
 
 
 def test_inventory_network_errors(tmp_path):
-    from planner.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory
 
     p = tmp_path / "inv.yaml"
     p.write_text("name: t\ngpus:\n  - type: H200\n    count: 8\nnetwork:\n"

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from perfmodel import SLO
-from planner.accounting import accounting_errors
-from planner.evaluate import PlanningContext
-from planner.inventory import load_inventory
+from planner.context.accounting import accounting_errors
+from planner.context.evaluate import PlanningContext
+from planner.fleet.inventory import load_inventory
 from planner.plan import PlanRequest, make_plan
 
 
@@ -66,7 +66,7 @@ def test_decode_residence_matches_the_simulator_sampler():
 def test_decode_tables_use_each_lengths_output(small_plan):
     # outputs follow inputs in the trace (conversation: E[d | s] peaks near 1k tokens),
     # and each length's decode rate is its batch over (steps x its own output length)
-    from planner.evaluate import LayoutEvaluator
+    from planner.context.evaluate import LayoutEvaluator
     from planner.inner import make_inner_solver
 
     ctx = small_plan.context
@@ -103,12 +103,12 @@ def test_operating_point_is_consistent(small_plan):
 
 
 def test_decode_batch_is_littles_law_of_what_it_serves(small_plan):
-    from planner.operating import role_flows, spread
+    from planner.context.operating import role_flows, spread
 
     ev = small_plan.context
     shape = ev.shape
     d = shape.decode_at(np.arange(len(shape.pmf), dtype=float))
-    from planner.evaluate import LayoutEvaluator
+    from planner.context.evaluate import LayoutEvaluator
     from planner.inner import make_inner_solver
 
     lev = LayoutEvaluator(ev, make_inner_solver("maxrate"))
@@ -124,9 +124,9 @@ def test_decode_batch_is_littles_law_of_what_it_serves(small_plan):
 
 
 def test_kv_transfer_limits_the_plan(small_inv, tmp_path):
-    from planner.evaluate import LayoutEvaluator
+    from planner.context.evaluate import LayoutEvaluator
+    from planner.fleet.network import parse_network
     from planner.inner import make_inner_solver
-    from planner.network import parse_network
 
     req = PlanRequest(small_inv, budget=80.0, ranges=8)
     ctx = PlanningContext.for_request(req)
@@ -177,7 +177,7 @@ def test_homogeneous_baselines_respect_availability(small_inv):
 
 
 def test_idle_islands_are_not_bought(small_inv):
-    from planner.evaluate import LayoutEvaluator
+    from planner.context.evaluate import LayoutEvaluator
     from planner.inner import make_inner_solver
     from planner.plan import solve_layout
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.context.evaluate import LayoutEvaluator, PlanningContext
+from planner.fleet.inventory import inventory_from_dict
 from planner.inner import make_inner_solver
-from planner.inventory import inventory_from_dict
 from planner.outer.protocol import SearchSpace, TypeSupply
 from planner.plan import (
     EXACT_TABLE_LIMIT,
@@ -51,7 +51,7 @@ def test_footprint_prior_raises_min_island_to_the_smallest_serving_size():
     plain = req.space()
     space = footprint_space(plain, ev)
     for t, u in zip(space.types, plain.types, strict=True):
-        sizes = u.sizes()  # whole servers and shares of one (planner.servers)
+        sizes = u.sizes()  # whole servers and shares of one (planner.fleet.servers)
         smallest = min(g for g in (_smallest_serving(ev, t.name, sizes, phase)
                                    for phase in ("prefill", "decode")) if g is not None)
         assert t.min_island == smallest > 1  # DeepSeek-V3 needs several GPUs anywhere

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.evaluate import LayoutEvaluator
+from planner.context.evaluate import LayoutEvaluator
+from planner.context.thesis_cases import TABLE_5_2, context
 from planner.inner import MaxRateMILP, ThesisMILP, evaluate
-from planner.thesis_cases import TABLE_5_2, context
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from planner.evaluate import LayoutEvaluator, PlanningContext
+from planner.context.evaluate import LayoutEvaluator, PlanningContext
+from planner.fleet.inventory import inventory_from_dict
 from planner.inner import make_inner_solver
-from planner.inventory import inventory_from_dict
 from planner.outer.exact import ExactSearch
 from planner.plan import PlanRequest, make_plan
 from planner.report.facts import search_quality

@@ -8,7 +8,7 @@ import json
 import pytest
 from report_fixtures import make_plan_dict
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.run.schema import json_safe, load_plan
 
 

@@ -7,7 +7,7 @@ import pytest
 from report_fixtures import make_plan_dict
 
 from perfmodel.validation import shipped_summary
-from planner.inventory import inventory_from_dict
+from planner.fleet.inventory import inventory_from_dict
 from planner.report import answer, plots, sections
 from planner.report.facts import fmt, pct
 from planner.report.html import render_html

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 from report_fixtures import make_plan_dict
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.report import RENDERED, files, html, render_report, write_run
 
 EXPECTED = {"plan.json", "islands.csv", "ranges.csv", "per_length.csv", "history.csv",

@@ -9,7 +9,7 @@ from perfmodel import DEFAULT_CALIBRATION, get_gpu, get_model, step_model
 from perfmodel.memory import kv_bytes_per_token_per_gpu, usable_bytes, weight_bytes_per_gpu
 from perfmodel.prefill import prefill_time
 from perfmodel.timing import STEP_COLUMNS
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.arrivals import (
     gamma_arrivals,
     parse_rate,

@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_sim_mixing import FakeView
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.protocol import HOLD, SimRequest
 from planner.sim.rl.agent import DoubleDQN, DQNConfig, margin_loss, q_network
 from planner.sim.rl.features import (

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from perfmodel import DEFAULT_CALIBRATION, get_gpu, get_model, step_model
-from planner.network import DEFAULT_NETWORK, Location
+from planner.fleet.network import DEFAULT_NETWORK, Location
 from planner.sim.arrivals import make_requests, poisson_arrivals
 from planner.sim.cluster import make_cluster, make_island
 from planner.sim.engine import simulate

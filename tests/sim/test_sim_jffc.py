@@ -8,13 +8,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
-from planner.evaluate import PlanningContext
+from planner.context.evaluate import PlanningContext
+from planner.core.errors import PlannerError
+from planner.fleet.inventory import load_inventory
+from planner.fleet.network import SEED003_NETWORK, parse_network
 from planner.inner.pipeline_map import DataCentreNetwork
 from planner.inner.pipeline_solvers import ChainsSolver
 from planner.inner.problem import InnerProblem, IslandSpec
-from planner.inventory import load_inventory
-from planner.network import SEED003_NETWORK, parse_network
 from planner.plan import PlanRequest
 from planner.sim.cluster import make_cluster
 from planner.sim.engine import simulate

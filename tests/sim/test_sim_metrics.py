@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.network import DEFAULT_NETWORK, Location
+from planner.fleet.network import DEFAULT_NETWORK, Location
 from planner.sim.metrics import CSV_FIELDS, latency_table, summarise, to_csv_rows, write_csv
 from planner.sim.protocol import SimCluster, SimIsland, SimRequest, SimResult
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.network import SEED003_NETWORK, Location, NetworkSpec, Tier
+from planner.fleet.network import SEED003_NETWORK, Location, NetworkSpec, Tier
 from planner.sim.netflow import Background, FlowNetwork, waterfill
 
 # islands 0,1 on node 0 (tier 0); 2 on node 1 (same rack: tier 1 from 0); 3 on rack 1

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
-from planner.network import Location, NetworkSpec, Tier
+from planner.core.errors import PlannerError
+from planner.fleet.network import Location, NetworkSpec, Tier
 from planner.sim.protocol import HOLD, SimIsland, SimRequest
 from planner.sim.routers.cache_load import CacheLoadRouter, cla_scores, least_work_prefill
 from planner.sim.routers.netkv import (

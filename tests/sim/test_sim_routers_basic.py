@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from perfmodel import get_model
-from planner.errors import PlannerError
-from planner.network import DEFAULT_NETWORK
+from planner.core.errors import PlannerError
+from planner.fleet.network import DEFAULT_NETWORK
 from planner.sim.cluster import make_cluster, make_island
 from planner.sim.engine import simulate
 from planner.sim.protocol import SimRequest

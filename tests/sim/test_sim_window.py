@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.run import (
     MAX_AUTO_REQUESTS,
     MEASURE_S,

@@ -10,7 +10,7 @@ import csv
 import pytest
 from test_whatif_fixtures import write_spec
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.whatif import load_spec, run_whatif
 from planner.whatif.solve import WhatIfRunner
 
@@ -36,7 +36,7 @@ def spec_path(tmp_path_factory):
 @pytest.mark.slow
 def test_ray_study_equals_serial_study(spec_path):
     pytest.importorskip("ray")
-    from planner.execution import RayExecutor
+    from planner.core.execution import RayExecutor
 
     spec = load_spec(spec_path)
     serial = run_whatif(spec)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload import fit_trace, iter_trace, load_workload, write_workload
 from planner.workload.fit import histogram_spec
 from planner.workload.prefix import PrefixCacheEstimator

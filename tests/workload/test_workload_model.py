@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload import (
     DEFAULT_MAX_LEN,
     JointHistogram,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload import Workload, load_workload, make_ranges
 
 

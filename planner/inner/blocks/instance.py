@@ -30,7 +30,7 @@ from typing import Literal, cast
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.inner.blocks.servers import BlockModel, Client, NetworkDescription, Server
 
 Objective = Literal["decode", "all_tokens"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel.errors import at, check_number
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 
 def _positive(owner: str, name: str, value: float, *, allow_zero: bool = False) -> None:

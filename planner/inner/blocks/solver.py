@@ -12,7 +12,7 @@ Methods:
 The design concurrency is ``load.concurrency`` if given, else the paper's rule
 (§3.3.1) from ``load.arrival_rate``.  Infeasible inputs give a plan with
 ``feasible=False`` and infinite times (the outer loop prices it); malformed inputs
-raise :class:`~planner.errors.PlannerError`.
+raise :class:`~planner.core.errors.PlannerError`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Literal, cast
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.inner.blocks.bounds import (
     bound_17,
     completion_bound_22,

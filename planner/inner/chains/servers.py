@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 _FLOOR_TOL = 1e-9
 

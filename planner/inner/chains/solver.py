@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from planner.errors import NoPlanError, PlannerError
+from planner.core.errors import NoPlanError, PlannerError
 from planner.inner.chains.bounds import jffc_bounds
 from planner.inner.chains.ctmc import solve_jffc_ctmc, state_count
 from planner.inner.chains.ilp import capacity_ilp

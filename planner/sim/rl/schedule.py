@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 VARIANTS = ("baseline", "aware", "guided")
 DECISIONS_PER_EPISODE = 2500

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.protocol import HOLD, BaseRouter, ClusterView, SimRequest
 
 _TIE_EPS = 1e-12

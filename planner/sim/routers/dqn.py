@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.atomic import write_bytes_atomic
-from planner.errors import PlannerError
+from planner.core.atomic import write_bytes_atomic
+from planner.core.errors import PlannerError
 from planner.sim.protocol import HOLD, BaseRouter, ClusterView, SimRequest
 from planner.sim.rl.features import StateConfig, build_state, feature_scale, scan_instance
 from planner.sim.rl.reward import DT_S, R_W, ideal_time, pending_work, step_reward
@@ -71,7 +71,7 @@ def weights_path(variant: str = "guided") -> Path:
 
 
 def save_policy(path: Path, net: Any, cfg: StateConfig, meta: dict[str, Any]) -> None:
-    """Write weights + state configuration atomically (planner.atomic)."""
+    """Write weights + state configuration atomically (planner.core.atomic)."""
     import io
 
     import torch

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.inner.chains.jffc import JFFCPolicy, fastest_first
 from planner.sim.protocol import HOLD, BaseRouter, ClusterView, SimRequest
 

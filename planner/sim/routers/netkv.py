@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.errors import PlannerError
-from planner.network import DEFAULT_NETWORK, NetworkSpec
+from planner.core.errors import PlannerError
+from planner.fleet.network import DEFAULT_NETWORK, NetworkSpec
 from planner.sim.protocol import HOLD, KV_PLACEMENT, ClusterView, SimRequest
 from planner.sim.routers.cache_load import InflightTracker, feasible_decode, least_work_prefill
 

@@ -6,7 +6,7 @@ serves ``x_ij b_ij`` requests/s of it, with ``b_ij`` its throughput at the range
 midpoint (§4.6.3), so the plan's split of range ``j`` across islands is proportional
 to ``x_ij b_ij``.  We rebuild ``b_ij`` from the simulator's own tables:
 
-* the plan's own flows, when its islands record them (``range_rps``, planner.operating:
+* the plan's own flows, when its islands record them (``range_rps``, planner.context.operating:
   the demand of each range split over its islands in proportion to the capacity each
   gives it -- colocated islands included);
 * else, prefill (and colocated) islands: ``b_ij = dp_i / prefill_s_i[mid_j]``;
@@ -102,7 +102,7 @@ class RangeRouter(BaseRouter):
     @staticmethod
     def _weights(islands, mids, n_ranges, rate) -> np.ndarray:
         """(len(islands), J) weights: the plan's flows when every island records them
-        (planner.operating), else share x rate; capacity alone where a range has none."""
+        (planner.context.operating), else share x rate; capacity alone where a range has none."""
         cap = np.array([[rate(x, m) for m in mids] for x in islands]).reshape(
             len(islands), n_ranges)
         if islands and all(len(x.range_flows) == n_ranges for x in islands):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfmodel.registry import Registry
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.sim.protocol import KV_PLACEMENT, Router
 from planner.sim.routers.cache_load import CacheLoadRouter
 from planner.sim.routers.dqn import DQNRouter

@@ -50,8 +50,8 @@ from scipy.special import ndtr, ndtri
 
 from perfmodel import get_model
 from perfmodel.calibration import Calibration
-from planner.errors import PlannerError
-from planner.network import DEFAULT_NETWORK
+from planner.core.errors import PlannerError
+from planner.fleet.network import DEFAULT_NETWORK
 from planner.sim.cluster import make_cluster, make_island
 from planner.sim.protocol import SimCluster, SimRequest
 

@@ -11,7 +11,7 @@ notes §4.2).
   *decode* instances fill rack 1 (same pod: tier 2 from every prefill instance) and 8 fill
   pod 1 (tier 3).  This is the placement the paper's Table VI implies (0 % of transfers
   on tiers 0/1; CLA* splits tier 2 : tier 3 ≈ 4 : 8).
-* Network: :data:`planner.network.SEED003_NETWORK`'s per-GPU-pair flow bandwidths (B0 =
+* Network: :data:`planner.fleet.network.SEED003_NETWORK`'s per-GPU-pair flow bandwidths (B0 =
   300 GB/s, B1 = 50, B2 = 25, B3 = 12.5 Gb/s; µs latencies), i.e. a 50 Gb/s access link
   with 2:1 oversubscription at the aggregation tier and 4:1 at the core.  Exp. 3's knobs:
   ``cross_pod_oversub`` sets ``B3 = min(B1 / o, B2)`` (4 = the default); ``background`` is the
@@ -45,8 +45,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.errors import PlannerError
-from planner.network import SEED003_NETWORK, Location, NetworkSpec
+from planner.core.errors import PlannerError
+from planner.fleet.network import SEED003_NETWORK, Location, NetworkSpec
 from planner.sim.cluster import make_cluster, make_island, step_time
 from planner.sim.engine import simulate
 from planner.sim.protocol import SimCluster, SimIsland, SimRequest, SimResult

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload.loaders.common import (
     DEFAULT_CHUNK_ROWS,
     TIME_UNITS,

@@ -20,7 +20,7 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 DEFAULT_CHUNK_ROWS = 1 << 18
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload.loaders.common import DEFAULT_CHUNK_ROWS, TraceChunk, csv_chunks
 
 AZURE_COLUMNS = {"time": "TIMESTAMP", "input": "ContextTokens", "output": "GeneratedTokens"}

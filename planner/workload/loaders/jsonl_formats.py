@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.workload.loaders.common import (
     DEFAULT_CHUNK_ROWS,
     TraceChunk,

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from planner.errors import PlannerError
-from planner.inventory import inventory_from_dict
+from planner.core.errors import PlannerError
+from planner.fleet.inventory import inventory_from_dict
+from planner.fleet.servers import ServerShape, assign_servers, server_errors
 from planner.outer.protocol import SearchSpace, TypeSupply
-from planner.servers import ServerShape, assign_servers, server_errors
 
 
 def test_allowed_sizes_are_whole_servers_or_power_of_two_shares():

@@ -18,8 +18,8 @@ import numpy as np
 
 from perfmodel.parallel import ConfigGrid, enumerate_configs
 from perfmodel.timing import IslandTiming
-from planner.evaluate import LayoutEvaluator
-from planner.inventory import Inventory
+from planner.context.evaluate import LayoutEvaluator
+from planner.fleet.inventory import Inventory
 
 
 def best_latency_ms(ev: LayoutEvaluator, gpu: str, size: int, prompt: int, context: float

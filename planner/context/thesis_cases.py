@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from perfmodel import get_gpu, get_model
 from perfmodel.calibration import Calibration
-from planner.evaluate import PlanningContext
+from planner.context.evaluate import PlanningContext
 from planner.outer.protocol import Layout, canonical_layout
 from planner.workload import load_workload, make_ranges
 

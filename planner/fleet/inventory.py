@@ -29,9 +29,9 @@ from typing import Any
 from perfmodel.errors import at, check_number
 from perfmodel.hardware import GPU, gpu_catalog, resolve_gpu
 from perfmodel.reading import read_yaml
-from planner.errors import PlannerError
-from planner.network import parse_network
-from planner.servers import ServerShape, default_gpus_per_node
+from planner.core.errors import PlannerError
+from planner.fleet.network import parse_network
+from planner.fleet.servers import ServerShape, default_gpus_per_node
 
 _ENTRY_FIELDS = {"type", "count", "servers", "gpus_per_node", "price_per_hour", "min_island",
                  "datasheet", "price_source", "price_date", "price_origin", "node_source"}
@@ -49,7 +49,7 @@ class InventoryEntry:
     min_island: int = 1
     price_origin: str = "inventory"  # one of PRICE_ORIGINS
     price_source: str = ""  # the entry's own note on where its price comes from
-    #: GPUs per server (planner.servers); 0: the catalog's default for the type
+    #: GPUs per server (planner.fleet.servers); 0: the catalog's default for the type
     gpus_per_node: int = 0
     node_source: str = ""  # where the server size comes from
 

@@ -200,14 +200,14 @@ def assign_servers(islands: Sequence[tuple[str, int]], shapes: dict[str, ServerS
         t, s = key
         shape = shapes[t]
         part = s == shape.servers and shape.partial > 0
-        members = tuple(sorted(local[key]))
+        on_it = tuple(sorted(local[key]))
         per = shape.gpus_per_node
-        used = sum(min(islands[i][1], per) for i in members)
-        servers.append(Server(index[key], t, shape.partial if part else per, members, used,
+        used = sum(min(islands[i][1], per) for i in on_it)
+        servers.append(Server(index[key], t, shape.partial if part else per, on_it, used,
                               part))
-    where = [tuple(index[(t, s)] for (t, s) in keys if i in local[(t, s)])
-             for i, (t, _) in enumerate(islands)]
-    return servers, where
+    placement = [tuple(index[key] for key in keys if i in local[key])
+                 for i in range(len(islands))]
+    return servers, placement
 
 
 def server_errors(plan_islands: Sequence[dict], servers: Sequence[dict],
@@ -228,7 +228,7 @@ def server_errors(plan_islands: Sequence[dict], servers: Sequence[dict],
                 errors.append(f"islands[{k}] ({t} x {g}) sits on {len(isl['servers'])} "
                               f"servers, not {want}")
     seen: dict[int, set[str]] = {}
-    for isl_k, isl in enumerate(plan_islands):
+    for isl in plan_islands:
         for s in isl.get("servers") or []:
             seen.setdefault(int(s), set()).add(str(isl["gpu"]))
     for s, types in sorted(seen.items()):

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel.errors import at, check_number
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 TIER_NAMES = ("node", "rack", "pod", "cross-pod")
 

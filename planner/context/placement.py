@@ -12,12 +12,12 @@ with the range's mean prompt KV bytes.  Whether those bytes stay in a node, a ra
 pod, or cross the core, depends on where ``p`` and ``k`` sit.
 
 **Placement.**  Islands are laid out on consecutive nodes, racks and pods
-(:meth:`planner.network.NetworkSpec.place`) in the order of the ranges they serve (the
+(:meth:`planner.fleet.network.NetworkSpec.place`) in the order of the ranges they serve (the
 flow-weighted mean range index), so an island sits beside the islands of the other
 phase that exchange its ranges' KV -- pairing inside a pod where the sizes allow.  The
 plan records the locations and the simulator runs on them (``plan.islands[].location``).
 
-**Servers.**  At server granularity (:mod:`planner.servers`) islands go on servers of
+**Servers.**  At server granularity (:mod:`planner.fleet.servers`) islands go on servers of
 their own type -- whole servers, or shares packed into one server -- and servers, not
 GPUs, are laid on consecutive nodes, racks and pods (:func:`place_on_servers`): the
 servers of the islands that serve the short ranges first, so the pairing above still
@@ -25,7 +25,7 @@ holds.  A server holds one GPU type and a type never uses more servers than the
 inventory lists.
 
 **Limits.**  The inner solver caps each island's rate at what its GPUs can ship at the
-pod tier (``planner.evaluate.LayoutEvaluator.kv_rate_cap``); :func:`tier_load` reports
+pod tier (``planner.context.evaluate.LayoutEvaluator.kv_rate_cap``); :func:`tier_load` reports
 the bytes/s of every tier once the islands are placed, and the load of the busiest
 island's share of each tier against that tier's bandwidth.
 """
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.network import TIER_NAMES, Location, NetworkSpec
-from planner.servers import Server, ServerShape, assign_servers
+from planner.fleet.network import TIER_NAMES, Location, NetworkSpec
+from planner.fleet.servers import Server, ServerShape, assign_servers
 
 
 def placement_order(flows: np.ndarray) -> list[int]:

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from perfmodel.reading import read_json
-from planner.atomic import write_text_atomic
-from planner.errors import PlannerError
-from planner.fingerprint import first_difference, normalise
+from planner.core.atomic import write_text_atomic
+from planner.core.errors import PlannerError
+from planner.core.fingerprint import first_difference, normalise
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -13,7 +13,7 @@ islands), and every baseline.  :func:`accounting_errors` checks that they agree:
 * each baseline's cost is its own layout at the same prices;
 * the islands' requests/s (prefill and decode each, colocated islands counting in
   both) add up to the plan's capacity;
-* at server granularity (planner.servers): no island straddles part of a server, no
+* at server granularity (planner.fleet.servers): no island straddles part of a server, no
   server holds two GPU types, and no type uses more servers than the inventory has.
 
 Pure; the test suite runs it on every plan it makes (tests/conftest.py).
@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from planner.servers import ServerShape, default_gpus_per_node, server_errors
+from planner.fleet.servers import ServerShape, default_gpus_per_node, server_errors
 
 REL = 1e-6
 

@@ -3,7 +3,7 @@
 Every field has the CLI's default, so a request is the whole of a ``planner plan``
 command line; plan.json keeps it (``request``) so that a later command -- the simulator
 rebuilding a pipeline plan's context, a what-if study, a re-plan -- can rebuild the
-same planning context with :meth:`planner.evaluate.PlanningContext.build`.
+same planning context with :meth:`planner.context.evaluate.PlanningContext.build`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE
-from planner.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
-from planner.inventory import Inventory
+from planner.core.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
+from planner.fleet.inventory import Inventory
 from planner.outer.protocol import SearchSpace
 
 
@@ -36,7 +36,7 @@ class PlanRequest:
     exact_time_limit: float = 600.0  # a safety net: exact solves stop on a node limit
     engine: str = DEFAULT_ENGINE
     #: Seed 002's own formulation, for reproducing its tables: range rates at the range
-    #: midpoints, no KV-transfer limit (planner.evaluate), no SLO.
+    #: midpoints, no KV-transfer limit (planner.context.evaluate), no SLO.
     thesis: bool = False
     #: What the outer search maximises: the inner solution's capacity ("analytic") or
     #: the goodput a short simulation of it delivers at the SLO ("simulated";
@@ -47,7 +47,7 @@ class PlanRequest:
     #: "on" / "off" force it.  Never in thesis mode.
     colocated: str = "auto"
     #: "server": islands are whole servers or a power-of-two share of one, packed on
-    #: the inventory's servers (planner.servers); "gpu": any size (the thesis's free
+    #: the inventory's servers (planner.fleet.servers); "gpu": any size (the thesis's free
     #: sizes, for study).  Thesis mode is always "gpu" (Table 5.1's reproduction).
     island_granularity: str = "server"
 

@@ -2,7 +2,7 @@
 and network load, read off the inner solution at full length resolution.
 
 The inner solution gives island i the share x_ij of its time on range j at the rate
-b_ij (planner.evaluate: the range's own length mix): the *capacity* ``x_ij b_ij`` it
+b_ij (planner.context.evaluate: the range's own length mix): the *capacity* ``x_ij b_ij`` it
 gives range j.  At the plan's capacity C range j brings ``C P_j`` requests/s, split over
 its islands in proportion to those capacities: the *flow*, spread over the range's
 lengths as the workload is.  From these:
@@ -15,7 +15,7 @@ lengths as the workload is.  From these:
 * **latency**: the flow-weighted TTFT (prefill pass) and TPOT (decode step per token)
   of every island, and their percentiles over the fleet's requests;
 * **network**: prompt KV caches move from prefill to decode islands; islands are placed
-  by the ranges they serve (``planner.placement``), and the bytes/s each tier carries
+  by the ranges they serve (``planner.context.placement``), and the bytes/s each tier carries
   follow.
 """
 
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from planner.evaluate import LayoutEvaluator
+from planner.context.evaluate import LayoutEvaluator
+from planner.context.placement import TierLoad, place_islands, place_on_servers, tier_load
+from planner.fleet.network import DEFAULT_NETWORK, Location
+from planner.fleet.servers import Server
 from planner.inner.result import InnerResult
-from planner.network import DEFAULT_NETWORK, Location
-from planner.placement import TierLoad, place_islands, place_on_servers, tier_load
-from planner.servers import Server
 
 if TYPE_CHECKING:
     from perfmodel.island import PhaseTable
@@ -136,7 +136,7 @@ def place(ev: LayoutEvaluator, result: InnerResult
           ) -> tuple[list[Location | None], TierLoad | None, list[Server],
                      list[tuple[int, ...]]]:
     """Locations of the islands that serve (None for idle ones), the KV load per tier
-    (planner.placement; None without a network), and at server granularity the servers
+    (planner.context.placement; None without a network), and at server granularity the servers
     and each island's servers (``()`` for idle ones).  Colocated islands are placed too
     but move no KV."""
     net = ev.context.network

@@ -1,7 +1,7 @@
 """What a resumable run is, as a JSON-ready fingerprint, and how a saved one differs.
 
 A checkpoint (planner.outer.checkpoint) and a study's finished cells
-(planner.execution.DoneStore) are only resumed by the run they belong to: each saves
+(planner.core.execution.DoneStore) are only resumed by the run they belong to: each saves
 a fingerprint of its inputs and settings, and a resume compares it with the current
 one, refusing a mismatch with the first differing field -- the one line a user needs
 to see which flag or file changed.

@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 
 def write_bytes_atomic(path: Path | str, data: bytes) -> None:

@@ -22,7 +22,7 @@ KV transfer: every request's prompt KV cache (n_j tokens of ``kv`` bytes) leaves
 prefill island and enters its decode island over the data-centre network.  An island of
 G GPUs moves at most G B bytes/s, B the per-GPU bandwidth of the tier its partners sit
 at (the pod tier: placement pairs prefill and decode islands inside pods,
-``planner.placement``), so its rate on range j is capped at G B / (n_j kv) -- folded
+``planner.context.placement``), so its rate on range j is capped at G B / (n_j kv) -- folded
 into b_ij, which keeps the inner problem linear and makes a plan network-bound exactly
 where its links, not its GPUs, are the bottleneck.
 """
@@ -51,18 +51,18 @@ from perfmodel.colocated import colocated_table
 from perfmodel.engines import get_engine
 from perfmodel.island import PhaseTable
 from perfmodel.timing import kv_bytes_per_token_per_gpu
-from planner.defaults import MAX_PLAN_LEN, MAX_RANGES, TTFT_PASS_SHARE
-from planner.errors import PlannerError
-from planner.servers import ServerShape
+from planner.core.defaults import MAX_PLAN_LEN, MAX_RANGES, TTFT_PASS_SHARE
+from planner.core.errors import PlannerError
+from planner.fleet.network import DEFAULT_NETWORK, NetworkSpec, parse_network
+from planner.fleet.servers import ServerShape
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
 from planner.inner.result import InnerResult
-from planner.network import DEFAULT_NETWORK, NetworkSpec, parse_network
 from planner.outer.protocol import Layout, Score, canonical_layout, layout_cost
 from planner.workload import Ranges, Workload, load_workload, make_ranges
 
 if TYPE_CHECKING:
-    from planner.request import PlanRequest
+    from planner.context.request import PlanRequest
 
 OBJECTIVES = ("sustained", "thesis")
 RANGE_RATES = ("mix", "midpoint")
@@ -84,7 +84,7 @@ class PlanningContext:
     #: Offer the inner solver colocated islands (perfmodel.colocated) beside prefill and
     #: decode ones.
     colocated: bool = False
-    #: Server granularity (planner.servers): each type's servers, on which plans are
+    #: Server granularity (planner.fleet.servers): each type's servers, on which plans are
     #: placed; None: the thesis's free sizes, placed on the network's nodes.
     servers: Mapping[str, ServerShape] | None = None
 
@@ -139,7 +139,7 @@ class PlanningContext:
     @property
     def table_slo(self) -> SLO:
         """The ceilings island tables are built with: the TPOT ceiling, and the share
-        ``TTFT_PASS_SHARE`` of the TTFT ceiling for one prefill pass (planner.defaults);
+        ``TTFT_PASS_SHARE`` of the TTFT ceiling for one prefill pass (planner.core.defaults);
         the thesis's mode has no queueing allowance."""
         slo = self.slo
         if self.thesis or slo.ttft_ms is None:
