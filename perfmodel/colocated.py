@@ -33,6 +33,7 @@ from perfmodel.island import (
     _interp_rows,
     _samples,
 )
+from perfmodel.launch import vendor_violation
 from perfmodel.memory import max_decode_batch, usable_bytes, weight_bytes_per_gpu
 from perfmodel.models import ModelSpec
 from perfmodel.parallel import ParallelConfig, enumerate_configs, launch_reason
@@ -90,10 +91,13 @@ def colocated_table(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape,
         return hit
     n = len(shape.pmf)
     per_node = gpus_per_node or gpu.gpus_per_domain
-    launchable = enumerate_configs(size, model, calib.engine, per_node)
+    wrong_vendor = vendor_violation(calib.engine, gpu)
+    launchable = [] if wrong_vendor else enumerate_configs(size, model, calib.engine,
+                                                           per_node)
     if not launchable:
         table = PhaseTable("both", None, np.zeros(n), np.zeros(n), np.zeros(n),
-                           reason=launch_reason(size, model, calib.engine, per_node))
+                           reason=wrong_vendor or launch_reason(size, model, calib.engine,
+                                                                per_node))
         _CACHE[key] = table
         return table
     configs = [c for c in launchable

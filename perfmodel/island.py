@@ -26,6 +26,7 @@ import numpy as np
 from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
 from perfmodel.decode import StepModel, step_model
 from perfmodel.hardware import GPU
+from perfmodel.launch import vendor_violation
 from perfmodel.memory import (
     kv_bytes_per_token_per_gpu,
     max_decode_batch,
@@ -406,6 +407,11 @@ def benchmark_island(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape
     if hit is not None:
         return hit
     if configs is None:
+        wrong_vendor = vendor_violation(calib.engine, gpu)
+        if wrong_vendor:
+            table = _no_layout(gpu, size, model, shape, wrong_vendor)
+            _CACHE[key] = table
+            return table
         configs = island_configs(gpu, size, model, calib, gpus_per_node)
         if not configs:
             table = _no_layout(gpu, size, model, shape, launch_reason(

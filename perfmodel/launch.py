@@ -106,17 +106,45 @@ class EngineRules:
     whole_servers: bool = True
     #: Today's rules only (the thesis's roofline model): tp | heads, ep | G, ep <= E.
     thesis_only: bool = False
+    #: GPU vendors the engine runs on (:func:`gpu_vendor`).
+    vendors: tuple[str, ...] = ("nvidia", "amd", "intel")
 
 
 RULES: dict[str, EngineRules] = {
-    "trtllm": EngineRules("trtllm", "TensorRT-LLM 1.3", dp_sizes="all_or_none"),
-    "sglang": EngineRules("sglang", "SGLang 0.5"),
+    # Vendors: TensorRT-LLM is CUDA-only (NVIDIA's support matrix); SGLang ships ROCm
+    # builds for AMD Instinct (its "AMD GPUs" install guide; MI300X/MI325X); vLLM runs
+    # on ROCm and on Intel XPUs (its installation guide: "GPU: NVIDIA CUDA, AMD ROCm,
+    # Intel XPU").
+    "trtllm": EngineRules("trtllm", "TensorRT-LLM 1.3", dp_sizes="all_or_none",
+                          vendors=("nvidia",)),
+    "sglang": EngineRules("sglang", "SGLang 0.5", vendors=("nvidia", "amd")),
     "vllm": EngineRules("vllm", "vLLM 0.24", ep_sizes="all_or_none", redundant_experts=False,
                         max_redundant_share=0.0, uneven_experts=True),
     "roofline": EngineRules("roofline", "roofline (thesis)", kv_heads_even=False,
                             redundant_experts=False, max_redundant_share=0.0,
                             expert_width_even=False, whole_servers=False, thesis_only=True),
 }
+
+
+def gpu_vendor(gpu) -> str:
+    """``"nvidia"``, ``"amd"`` or ``"intel"`` from a GPU's architecture (and name)."""
+    arch = str(getattr(gpu, "arch", "")).lower()
+    name = str(getattr(gpu, "name", "")).lower()
+    if arch.startswith("cdna") or name.startswith("mi"):
+        return "amd"
+    if arch.startswith("xe") or name.startswith("arc"):
+        return "intel"
+    return "nvidia"
+
+
+def vendor_violation(engine: str | None, gpu) -> str | None:
+    """One line when ``engine`` does not run on ``gpu``'s vendor (None when it does)."""
+    rules = rules_for(engine)
+    vendor = gpu_vendor(gpu)
+    if rules is None or rules.thesis_only or vendor in rules.vendors:
+        return None
+    return (f"{rules.label} does not run on {vendor.upper()} GPUs ({gpu.name}); it runs on "
+            + ", ".join(v.upper() for v in rules.vendors) + " GPUs")
 
 
 def rules_for(engine: str | None) -> EngineRules | None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from planner.context.evaluate import LayoutEvaluator, PlanningContext
 from planner.context.feasibility import unmet_slo
 from planner.context.operating import OperatingPoint, operating_point
@@ -265,6 +267,9 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
                     f"with {req.model} (the exact optimum of the model, {best.status}, "
                     f"with {best.cost_per_hour:,.2f} $/h of GPUs); lower the target or add "
                     "GPUs")
+    uncovered = _uncovered(req, ev)
+    if uncovered:
+        return uncovered
     hints = []
     for e in req.inventory.entries:
         sizes = [_smallest_serving(ev, e.name, _sizes(req, e.name, e.count), phase)
@@ -281,6 +286,39 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
     target = f" at {req.target_rps:g} requests/s" if req.target_rps else ""
     return (f"no plan serves {req.workload} with {req.model}{target}{where}: "
             + "; ".join(hints))
+
+
+def _uncovered(req: PlanRequest, ev: LayoutEvaluator) -> str | None:
+    """The input lengths no island the plan may buy (its sizes within the inventory and
+    the budget) serves within the SLO, for one phase or the other: a plan must serve
+    every length, so none exists (None when every length has some island)."""
+    pmf = np.asarray(ev.context.workload.pmf, float)
+    ok = {"prefill": np.zeros(len(pmf), bool), "decode": np.zeros(len(pmf), bool)}
+    for name, sizes in candidate_sizes(req.space()).items():
+        for g in sizes:
+            table = ev.island(name, g)
+            for phase in ok:
+                ok[phase] |= np.asarray(getattr(table, phase).rps)[:len(pmf)] > 0
+            both = ev.colocated_table(name, g) if ev.context.colocated else None
+            if both is not None:
+                for phase in ok:
+                    ok[phase] |= np.asarray(both.rps)[:len(pmf)] > 0
+    for phase, served in ok.items():
+        gap = (pmf > 0) & ~served
+        if gap.any():
+            lengths = np.flatnonzero(gap)
+            where = f" within ${req.budget:,.2f}/h" if req.budget else ""
+            slo = req.slo
+            ceilings = ", ".join(f"{n} <= {v:g} ms" for n, v in
+                                 (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms))
+                                 if v is not None) or "no latency ceiling"
+            return (f"no island this inventory offers{where} can {phase} prompts of "
+                    f"{int(lengths.min()):,}-{int(lengths.max()):,} tokens "
+                    f"({100 * float(pmf[gap].sum()):.2g}% of {req.workload}'s requests) with "
+                    f"{req.model} on {ev.context.calib.profile.label} within the SLO "
+                    f"({ceilings}); a plan must serve every length: raise --ttft/--tpot, "
+                    "raise the budget, add GPUs, or try another --engine")
+    return None
 
 
 def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str

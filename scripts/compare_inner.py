@@ -117,6 +117,7 @@ def layout_rows(quick: bool):
 
 
 def plan_rows(quick: bool):
+    from planner.core.errors import NoPlanError
     from planner.fleet.inventory import load_inventory
     from planner.plan import PlanRequest, make_plan
 
@@ -130,7 +131,13 @@ def plan_rows(quick: bool):
                               ranges=16, compare_exact=False, compare_homogeneous=False,
                               search_options={"iterations": 3 if quick else 6,
                                               "batch_size": 4 if quick else 8})
-            plan = make_plan(req)
+            try:
+                plan = make_plan(req)
+            except NoPlanError as err:  # said in the table, not a crash
+                why = str(err).split(": ", 1)[-1]
+                out.append((f"{inv_name} @ {budget:g} $/h", name, 0.0, math.nan, math.nan,
+                            math.nan, math.nan, math.nan, f"no plan ({why[:160]})"))
+                continue
             ev = LayoutEvaluator(plan.context, make_inner_solver("maxrate"))
             ttft, e2e = latency(plan.result, ev)
             used = ", ".join(f"{n} {g}" for g, n in sorted(plan.gpus_used.items()) if n)

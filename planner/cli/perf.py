@@ -30,7 +30,7 @@ from perfmodel.collectives import decode_collectives, prefill_collectives
 from perfmodel.decode import decode_components, mtp_yield, step_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from perfmodel.kernels.library import kernels_for
-from perfmodel.launch import engine_slots, layout_violation, slots_text
+from perfmodel.launch import engine_slots, layout_violation, slots_text, vendor_violation
 from perfmodel.parallel import ParallelConfig, enumerate_configs, launch_reason, validate_config
 from perfmodel.prefill import prefill_components
 from planner.cli import values
@@ -189,6 +189,9 @@ def perf(
     calib = Calibration(engine=prof.name, mtp_acceptance=mtp_acceptance,
                         mtp_draft_tokens=mtp_draft, fp8_attention=fp8_attention)
     configs = None
+    wrong_vendor = vendor_violation(prof.name, gpu_spec)
+    if wrong_vendor:
+        raise PlannerError(f"--engine {prof.name}: {wrong_vendor}")
     for value, flag in ((tp, "--tp"), (dp, "--dp"), (ep, "--ep")):
         if value is not None and (value < 1 or gpus % value):
             raise PlannerError(f"{flag} {value} must be a divisor of --gpus {gpus}")

@@ -52,6 +52,17 @@ def probe_sizes(count: int) -> list[int]:
     return sorted(sizes)
 
 
+def _sizes(ev: LayoutEvaluator, name: str, count: int) -> list[int]:
+    """:func:`probe_sizes`, at server granularity only those a plan may use (whole
+    servers or a share of one, planner.fleet.servers) and the largest of them."""
+    shapes = ev.context.servers
+    if not shapes or name not in shapes:
+        return probe_sizes(count)
+    shape = shapes[name]
+    top = shape.snap_down(min(count, shape.gpus))
+    return sorted({g for g in probe_sizes(count) if shape.allowed(g)} | ({top} if top else set()))
+
+
 def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
     """Why no plan can meet the context's SLO on ``inventory`` (None if some can)."""
     c = ev.context
@@ -65,7 +76,7 @@ def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
     for e in inventory.entries:
         if e.count < 1:
             continue
-        for g in probe_sizes(e.count):
+        for g in _sizes(ev, e.name, e.count):
             t = ev.island(e.name, g)
             prefill_ok |= np.asarray(t.prefill.rps) > 0
             decode_ok |= np.asarray(t.decode.rps) > 0
@@ -81,7 +92,8 @@ def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
         if e.count < 1:
             continue
         ttft, tpot = (min(x) for x in zip(*(best_latency_ms(ev, e.name, g, longest, context)
-                                             for g in probe_sizes(e.count)), strict=True))
+                                             for g in _sizes(ev, e.name, e.count)),
+                                          strict=True))
         best.append(f"{e.name} (up to {e.count}): TTFT {_ms(ttft)} for a {longest:,}-token "
                     f"prompt, TPOT {_ms(tpot)}")
     ceilings = ", ".join(f"{name} <= {v:g} ms" for name, v in

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.export.deployment import CannotLaunch, Deployment, read_deployment
+from planner.export.deployment import CannotLaunch, LaunchPlan, read_deployment
 
 FORMATS = ("shell", "k8s")
 
 
-def export_files(run_dir: Path | str, fmt: str = "shell") -> tuple[Deployment, dict[str, bytes]]:
+def export_files(run_dir: Path | str, fmt: str = "shell") -> tuple[LaunchPlan, dict[str, bytes]]:
     """(the deployment, file name -> content) of ``RUN_DIR``'s export in ``fmt``;
     nothing is written."""
     if fmt not in FORMATS:
@@ -59,5 +59,5 @@ def export_run(run_dir: Path | str, fmt: str = "shell",
     return publish(files, target)
 
 
-__all__ = ["FORMATS", "CannotLaunch", "Deployment", "export_files", "export_run",
+__all__ = ["FORMATS", "CannotLaunch", "LaunchPlan", "export_files", "export_run",
            "read_deployment"]

@@ -44,6 +44,7 @@ from perfmodel.models import ModelSpec, get_model
 from perfmodel.parallel import ParallelConfig, validate_config
 from planner.core.errors import PlannerError
 from planner.inner.registry import needs_context
+from planner.run.deployment import Deployment
 from planner.run.schema import load_plan
 
 #: Engines an export writes launch commands for (perfmodel.engines names).
@@ -102,16 +103,25 @@ class IslandLaunch:
 
 
 @dataclass(frozen=True)
-class Deployment:
-    """A plan's serving islands, engine and model, as an export launches them."""
+class LaunchPlan:
+    """A plan's :class:`~planner.run.deployment.Deployment` as an export launches it:
+    the engine, the model's checkpoint and each serving island's launch facts."""
 
     source: str  # the plan.json path, for messages
-    plan: Mapping[str, Any]
+    plan: Mapping[str, Any]  # the file's other sections (ranges, summary, request)
+    deployment: Deployment
     engine: EngineProfile
-    model: ModelSpec
     model_path: str  # Hugging Face name, the default of $MODEL_PATH
     islands: tuple[IslandLaunch, ...]  # serving islands, plan order
-    idle: tuple[int, ...]  # plan indices of idle islands (not launched)
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.deployment.model
+
+    @property
+    def idle(self) -> tuple[int, ...]:
+        """Plan indices of idle islands (not launched)."""
+        return self.deployment.idle
 
     @property
     def servers(self) -> int:
@@ -197,20 +207,14 @@ def _gpus(plan: Mapping[str, Any], source: str) -> dict[str, GPU]:
     return out
 
 
-def _servers(isl: Mapping[str, Any], where: str, source: str, size: int,
-             default_gpn: int) -> tuple[tuple[str, ...], int]:
-    gpn = isl.get("gpus_per_node", default_gpn)
-    if isinstance(gpn, bool) or not isinstance(gpn, int) or not 1 <= gpn <= 4096:
-        raise _fail(source, f"{where}.gpus_per_node", f"must be a whole number of GPUs, "
-                    f"got {gpn!r}")
-    raw = isl.get("servers")
-    if raw is None:
+def _servers(raw: tuple[int, ...], where: str, source: str, size: int,
+             gpn: int) -> tuple[tuple[str, ...], int]:
+    """Server ids of an island and GPUs per server: the plan's (server granularity), or
+    servers of its own for an older plan."""
+    if not raw:
         n = max(1, math.ceil(size / gpn))
         return tuple(f"{where}.s{k}" for k in range(n)), gpn  # servers of its own
-    if not isinstance(raw, list) or not raw or \
-            not all(isinstance(s, str | int) and not isinstance(s, bool) for s in raw):
-        raise _fail(source, f"{where}.servers", "must be a non-empty list of server ids")
-    if len(set(map(str, raw))) != len(raw):
+    if len(set(raw)) != len(raw):
         raise _fail(source, f"{where}.servers", "names a server twice")
     if len(raw) * gpn < size:
         raise _fail(source, f"{where}.servers", f"holds {len(raw)} x {gpn} GPUs, fewer than "
@@ -283,8 +287,8 @@ def _expert_slots(model: ModelSpec, ep: int) -> tuple[int, int]:
     return slots, slots - model.routed_experts
 
 
-def read_deployment(run_dir: Path | str) -> Deployment:
-    """The deployment of ``RUN_DIR/plan.json`` (module docstring for the checks)."""
+def read_deployment(run_dir: Path | str) -> LaunchPlan:
+    """The launch plan of ``RUN_DIR/plan.json`` (module docstring for the checks)."""
     path = Path(run_dir) / "plan.json"
     plan = load_plan(path)
     source = str(path)
@@ -293,58 +297,55 @@ def read_deployment(run_dir: Path | str) -> Deployment:
                     "pipeline plan whose islands are chains of blocks; export launches "
                     "prefill/decode islands (plan with the default --inner maxrate)")
     engine = _engine(plan, source)
-    model = _model(plan, source)
-    known = _gpus(plan, source)
+    _model(plan, source)  # names the field of an unknown model
+    try:
+        dep = Deployment.from_plan(plan, gpus=_gpus(plan, source))
+    except PlannerError as err:
+        raise PlannerError(f"{source}: {err}") from None
+    model = dep.model
     islands: list[IslandLaunch] = []
-    idle: list[int] = []
     used_on: dict[str, int] = {}  # server id -> GPUs already given to islands
     server_gpus = _server_table(plan, source)
-    for i, isl in enumerate(plan["islands"]):
-        where = f"islands[{i}]"
-        if isl["role"] == "idle":
-            idle.append(i)
-            continue
-        gpu = known.get(isl["gpu"].lower()) or resolve_gpu(isl["gpu"])
-        size = int(isl["size"])
-        cfg = ParallelConfig.from_label(isl["config"])  # load_plan checked it parses
+    for isl in dep.islands:
+        where = f"islands[{isl.index}]"
+        cfg = isl.parallel
         try:
-            validate_config(cfg, size, model)
+            validate_config(cfg, isl.size, model)
         except PlannerError as err:
-            raise _fail(source, f"{where}.config", f"{isl['config']!r}: {err}") from None
-        first = (isl.get("servers") or [None])[0]
-        servers, gpn = _servers(isl, where, source, size,
-                                server_gpus.get(str(first), DEFAULT_GPUS_PER_NODE))
-        vendor = vendor_of(gpu)
-        _check_launch(engine, model, cfg, size, gpn, len(servers), vendor, where, source)
-        per_server = size // len(servers)
+            raise _fail(source, f"{where}.config", f"{cfg.label()!r}: {err}") from None
+        default = dep.gpus_per_node.get(isl.gpu.name) or server_gpus.get(
+            str(isl.servers[0]) if isl.servers else "", DEFAULT_GPUS_PER_NODE)
+        servers, gpn = _servers(isl.servers, where, source, isl.size, default)
+        vendor = vendor_of(isl.gpu)
+        _check_launch(engine, model, cfg, isl.size, gpn, len(servers), vendor, where, source)
+        per_server = isl.size // len(servers)
         offset = 0
-        if len(servers) == 1 and isl.get("servers") is not None:
+        if len(servers) == 1 and isl.servers:
             offset = used_on.get(servers[0], 0)
             if offset + per_server > gpn:
                 raise _fail(source, f"{where}.servers", f"puts {offset + per_server} GPUs on "
                             f"server {servers[0]!r} of {gpn}")
             used_on[servers[0]] = offset + per_server
-        budget = isl.get("token_budget")
         slots, extra = expert_slots(engine.name, model, cfg.ep)
-        loc = isl.get("location")
+        loc = isl.location
         islands.append(IslandLaunch(
-            index=i, name=island_name(i, isl["role"], gpu.name), gpu=gpu, size=size,
-            role=isl["role"], tp=cfg.tp, dp=cfg.dp, ep=cfg.ep, batch=int(isl["batch"]),
-            token_budget=int(budget) if isinstance(budget, int) and budget > 0 else None,
+            index=isl.index, name=island_name(isl.index, isl.role, isl.gpu.name),
+            gpu=isl.gpu, size=isl.size, role=isl.role, tp=cfg.tp, dp=cfg.dp, ep=cfg.ep,
+            batch=isl.batch, token_budget=isl.token_budget or None,
             servers=servers, gpus_per_server=per_server, gpus_per_node=gpn,
             gpu_offset=offset, expert_slots=slots, redundant_experts=extra,
-            location=loc if isinstance(loc, Mapping) else None, vendor=vendor))
-    if not islands:
-        raise _fail(source, "islands", "has no serving island (every island is idle)")
+            location=None if loc is None else {"pod": loc.pod, "rack": loc.rack,
+                                               "node": loc.node},
+            vendor=vendor))
     roles = {i.role for i in islands}
     if "decode" in roles and not roles & {"prefill", "both"}:
         raise _fail(source, "islands", "has decode islands but none that prefills")
     if "prefill" in roles and "decode" not in roles:
         raise _fail(source, "islands", "has prefill islands but no decode island to hand "
                     "their KV caches to")
-    return Deployment(source=source, plan=plan, engine=engine, model=model,
-                      model_path=hf_name(model), islands=tuple(islands), idle=tuple(idle))
+    return LaunchPlan(source=source, plan=plan, deployment=dep, engine=engine,
+                      model_path=hf_name(model), islands=tuple(islands))
 
 
-__all__ = ["BASE_PORT", "CannotLaunch", "Deployment", "IslandLaunch", "LAUNCHABLE",
+__all__ = ["BASE_PORT", "CannotLaunch", "IslandLaunch", "LAUNCHABLE", "LaunchPlan",
            "dns_name", "expert_slots", "island_name", "read_deployment"]

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from planner.export.deployment import CannotLaunch, Deployment, IslandLaunch
+from planner.export.deployment import CannotLaunch, IslandLaunch, LaunchPlan
 
 #: SGLang's default and most used PD transfer backend (``--disaggregation-transfer-backend``
 #: choices: mooncake, nixl, ...).
@@ -128,7 +128,7 @@ def _visible(isl: IslandLaunch) -> tuple[tuple[str, str], ...]:
     return ((var, ids),)
 
 
-def sglang(dep: Deployment, isl: IslandLaunch) -> Launch:
+def sglang(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
     moe = dep.model.is_moe
     dp_attention = moe and isl.dp > 1
     per_server = isl.dp if dp_attention else 1  # SGLang divides these by dp under DP attn
@@ -159,7 +159,7 @@ def sglang(dep: Deployment, isl: IslandLaunch) -> Launch:
                   env=_visible(isl))
 
 
-def vllm(dep: Deployment, isl: IslandLaunch) -> Launch:
+def vllm(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
     moe = dep.model.is_moe
     args = ["--host", "0.0.0.0", "--port", str(isl.port), "--trust-remote-code",
             "--tensor-parallel-size", str(isl.tp)]
@@ -199,7 +199,7 @@ def vllm(dep: Deployment, isl: IslandLaunch) -> Launch:
     return Launch(isl, program, tuple(args), worker=worker, env=tuple(env))
 
 
-def trtllm(dep: Deployment, isl: IslandLaunch) -> Launch:
+def trtllm(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
     moe = dep.model.is_moe
     config_name = f"{isl.name}.yaml"
     args = ["--host", "0.0.0.0", "--port", str(isl.port), "--backend", "pytorch",
@@ -241,13 +241,13 @@ def trtllm(dep: Deployment, isl: IslandLaunch) -> Launch:
 BUILDERS = {"sglang": sglang, "vllm": vllm, "trtllm": trtllm}
 
 
-def launches(dep: Deployment) -> list[Launch]:
+def launches(dep: LaunchPlan) -> list[Launch]:
     """Every serving island's launch, in plan order."""
     build = BUILDERS[dep.engine.name]
     return [build(dep, isl) for isl in dep.islands]
 
 
-def trtllm_disagg_config(dep: Deployment, hosts: Mapping[int, str]) -> dict[str, Any]:
+def trtllm_disagg_config(dep: LaunchPlan, hosts: Mapping[int, str]) -> dict[str, Any]:
     """``trtllm-serve disaggregated -c`` config: the context (prefill) and generation
     (decode) servers by URL.  It balances without length ranges; router.json is what
     sends each range to its islands (README)."""

@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from planner.export.deployment import Deployment, IslandLaunch
+from planner.export.deployment import IslandLaunch, LaunchPlan
 from planner.export.engines import IMAGES, Launch, launches, trtllm_disagg_config
 from planner.export.router import router_config
 from planner.export.shell import command_text, describe
@@ -76,7 +76,7 @@ def _resource(isl: IslandLaunch, labels: Mapping[str, Mapping[str, str]]) -> tup
     return resource, {}  # a GPU outside the table: no node label to select by
 
 
-def _script(dep: Deployment, launch: Launch, argv: tuple[str, ...], leader: bool) -> str:
+def _script(dep: LaunchPlan, launch: Launch, argv: tuple[str, ...], leader: bool) -> str:
     isl = launch.island
     lines = [f'MODEL_PATH="${{MODEL_PATH:-{dep.model_path}}}"']
     if isl.multi_server:
@@ -93,7 +93,7 @@ def _script(dep: Deployment, launch: Launch, argv: tuple[str, ...], leader: bool
     return "\n".join(lines) + "\n"
 
 
-def _pod(dep: Deployment, launch: Launch, argv: tuple[str, ...], leader: bool,
+def _pod(dep: LaunchPlan, launch: Launch, argv: tuple[str, ...], leader: bool,
          labels: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
     isl = launch.island
     resource, selector = _resource(isl, labels)
@@ -124,16 +124,16 @@ def _pod(dep: Deployment, launch: Launch, argv: tuple[str, ...], leader: bool,
     return {"metadata": {"labels": _labels(dep, isl)}, "spec": spec}
 
 
-def _labels(dep: Deployment, isl: IslandLaunch) -> dict[str, str]:
+def _labels(dep: LaunchPlan, isl: IslandLaunch) -> dict[str, str]:
     return {"app.kubernetes.io/name": isl.name, "app.kubernetes.io/part-of": PART_OF,
             "hetero-planner/role": isl.role, "hetero-planner/engine": dep.engine.name}
 
 
-def _annotations(dep: Deployment, isl: IslandLaunch) -> dict[str, str]:
+def _annotations(dep: LaunchPlan, isl: IslandLaunch) -> dict[str, str]:
     return {"hetero-planner/island": "; ".join(describe(dep, isl))}
 
 
-def workload(dep: Deployment, launch: Launch,
+def workload(dep: LaunchPlan, launch: Launch,
              labels: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
     """The island's Deployment or LeaderWorkerSet."""
     isl = launch.island
@@ -154,7 +154,7 @@ def workload(dep: Deployment, launch: Launch,
                                               "workerTemplate": worker}}}
 
 
-def service(dep: Deployment, isl: IslandLaunch) -> dict[str, Any]:
+def service(dep: LaunchPlan, isl: IslandLaunch) -> dict[str, Any]:
     if isl.multi_server:
         selector = {"leaderworkerset.sigs.k8s.io/name": isl.name,
                     "leaderworkerset.sigs.k8s.io/worker-index": "0"}
@@ -169,7 +169,7 @@ def service(dep: Deployment, isl: IslandLaunch) -> dict[str, Any]:
             "spec": {"selector": selector, "ports": ports}}
 
 
-def manifests(dep: Deployment) -> list[dict[str, Any]]:
+def manifests(dep: LaunchPlan) -> list[dict[str, Any]]:
     """Every manifest, in apply order: ConfigMaps, then per island its workload and
     Service."""
     labels = node_labels()
@@ -211,7 +211,7 @@ def _str(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
 _Dumper.add_representer(str, _str)
 
 
-def manifests_text(dep: Deployment) -> str:
+def manifests_text(dep: LaunchPlan) -> str:
     docs = manifests(dep)
     missing = sorted({i.gpu.name for i in dep.islands
                       if i.gpu.name.lower() not in node_labels()})

@@ -25,20 +25,22 @@ from typing import Any, cast
 
 import numpy as np
 
-from planner.export.deployment import Deployment, IslandLaunch
+from planner.export.deployment import IslandLaunch, LaunchPlan
 
 SCHEMA = "hetero-planner router config 1"
 
 
-def range_router_weights(plan) -> tuple[list[int], np.ndarray, list[int], np.ndarray | None]:
+def range_router_weights(launch: LaunchPlan
+                         ) -> tuple[list[int], np.ndarray, list[int], np.ndarray | None]:
     """(plan indices of the prefill-side islands, their (P, J) weights, plan indices of
     the decode islands, their (K, J) weights or None) as the simulator's range router
-    computes them for ``plan`` (a plan.json dict)."""
-    from planner.sim.cluster import cluster_from_plan
+    computes them on the plan's deployment."""
+    from planner.sim.cluster import cluster_from_deployment
     from planner.sim.routers.range_router import RangeRouter
     from planner.sim.run import plan_network
 
-    cluster = cluster_from_plan(plan, network=plan_network(plan))
+    plan = launch.plan
+    cluster = cluster_from_deployment(launch.deployment, network=plan_network(plan))
     router = RangeRouter()
     # reset reads only the islands and range edges, which the cluster itself has (the
     # engine's live view adds queues the weights do not depend on)
@@ -55,11 +57,11 @@ def _normalised(w: np.ndarray) -> np.ndarray:
     return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
 
 
-def router_config(dep: Deployment, endpoint: Callable[[IslandLaunch], str]) -> dict[str, Any]:
+def router_config(dep: LaunchPlan, endpoint: Callable[[IslandLaunch], str]) -> dict[str, Any]:
     """The router.json dict of ``dep`` (module docstring); ``endpoint(island)`` is the
     URL a router reaches the island at."""
     plan = dep.plan
-    front, pre, back, dec = range_router_weights(plan)
+    front, pre, back, dec = range_router_weights(dep)
     by_index = {i.index: i for i in dep.islands}
     ranges = plan["ranges"]
     J = len(ranges["start"])

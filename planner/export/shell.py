@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import yaml
 
-from planner.export.deployment import Deployment, IslandLaunch
+from planner.export.deployment import IslandLaunch, LaunchPlan
 from planner.export.engines import Launch, launches, trtllm_disagg_config
 from planner.export.router import router_config
 
@@ -57,7 +57,7 @@ def host_var(isl: IslandLaunch) -> str:
     return f"ISLAND_{isl.index:02d}_HOST"
 
 
-def describe(dep: Deployment, isl: IslandLaunch) -> list[str]:
+def describe(dep: LaunchPlan, isl: IslandLaunch) -> list[str]:
     """Comment lines saying what the island is in the plan."""
     plan_isl = dep.plan["islands"][isl.index]
     servers = len(isl.servers)
@@ -83,7 +83,7 @@ def describe(dep: Deployment, isl: IslandLaunch) -> list[str]:
     return out
 
 
-def island_script(dep: Deployment, launch: Launch) -> str:
+def island_script(dep: LaunchPlan, launch: Launch) -> str:
     isl = launch.island
     lines = ["#!/usr/bin/env bash",
              f"# {isl.name}: {dep.engine.label} for {dep.model_path}, written by "
@@ -115,7 +115,7 @@ def island_script(dep: Deployment, launch: Launch) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme(dep: Deployment, launch_list: list[Launch], extra: list[str]) -> str:
+def readme(dep: LaunchPlan, launch_list: list[Launch], extra: list[str]) -> str:
     plan = dep.plan
     s = plan["summary"]
     out = [f"# Launch files for {dep.model_path} on {dep.engine.label}", "",
@@ -165,7 +165,7 @@ def readme(dep: Deployment, launch_list: list[Launch], extra: list[str]) -> str:
     return "\n".join(out)
 
 
-def shell_files(dep: Deployment) -> dict[str, bytes]:
+def shell_files(dep: LaunchPlan) -> dict[str, bytes]:
     """File name -> content of the shell export."""
     launch_list = launches(dep)
     files: dict[str, bytes] = {}

@@ -25,6 +25,7 @@ from planner.report.facts import (
     length,
     money,
     num,
+    parallel_text,
     pct,
     prices,
     served_span,
@@ -165,7 +166,7 @@ def island_groups(plan: Mapping[str, Any]) -> Table:
             f"{length(min(sp[0] for sp in spans))}–{length(max(sp[1] for sp in spans))}"
         on = server_text(gpu, size, plan)
         rows.append([f"{len(members)} × {size} {gpu}" + (f" ({on})" if on else ""), role,
-                     DASH if idle else config, DASH if idle else batch,
+                     DASH if idle else parallel_text(config, plan), DASH if idle else batch,
                      fmt(rate), latency, money(p.get(gpu, math.nan) * size * len(members)),
                      served])
     return (["islands", "role", "parallelism", "batch", "requests/s", "latency (slowest)",

@@ -14,7 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel import get_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES
+from perfmodel.launch import engine_slots
+from perfmodel.parallel import ParallelConfig
+from planner.core.errors import PlannerError
 from planner.outer.protocol import parse_layout_text
 
 DASH = "—"
@@ -180,6 +184,25 @@ def server_text(gpu: str, size: int, plan: Mapping[str, Any]) -> str:
         k = size // node
         return f"{k} server{'s' if k > 1 else ''} × {node}"
     return f"{size} of a{'n' if str(node)[0] == '8' else ''} {node}-GPU server"
+
+
+def parallel_text(config: Any, plan: Mapping[str, Any]) -> str:
+    """An island's parallel layout as the engine launches it: ``"tp1-dp24-ep12 (256
+    experts in 264 slots, 8 redundant)"`` where expert parallelism needs redundant
+    expert slots (perfmodel.launch), else the label alone."""
+    text = str(config or DASH)
+    req = plan["request"]
+    try:
+        cfg = ParallelConfig.from_label(text)
+        model = get_model(str(req.get("model")))
+    except (ValueError, PlannerError):
+        return text
+    if not model.is_moe or cfg.ep <= 1 or model.routed_experts % cfg.ep == 0:
+        return text
+    slots, extra = engine_slots(req.get("engine"), model, cfg.ep)
+    if extra <= 0:
+        return f"{text} ({model.routed_experts} experts spread unevenly)"
+    return f"{text} ({model.routed_experts} experts in {slots} slots, {extra} redundant)"
 
 
 def servers_used(plan: Mapping[str, Any]) -> dict[str, int]:

@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
-from perfmodel.engines import get_engine
-from perfmodel.hardware import GPU, get_gpu, resolve_gpu
+from perfmodel.hardware import GPU, get_gpu
 from perfmodel.models import ModelSpec, get_model
-from perfmodel.parallel import ParallelConfig
 from perfmodel.timing import IslandTiming
 from planner.core.errors import PlannerError
 from planner.fleet.network import DEFAULT_NETWORK, Location, NetworkSpec
+from planner.run.deployment import Deployment, plan_calibration
+from planner.run.deployment import parse_config as parse_parallel
 from planner.sim.protocol import ROLES, SimCluster, SimIsland
 
 #: Input lengths covered by a hand-built island's prefill table unless told otherwise.
@@ -136,14 +136,8 @@ def prefill_split(prefill_s: np.ndarray) -> tuple[list[float], float, float]:
 
 def parse_config(text: Any, size: int, where: str) -> tuple[int, int, int]:
     """``"tpX-dpY-epZ"`` -> (tp, dp, ep), checking tp * dp == size."""
-    try:
-        cfg = ParallelConfig.from_label(text)
-    except ValueError as e:
-        raise PlannerError(f"{where}: {e}") from None
-    tp, dp, ep = cfg.tp, cfg.dp, cfg.ep
-    if tp * dp != size:
-        raise PlannerError(f"{where}: {text!r} needs tp x dp = island size {size}")
-    return tp, dp, ep
+    cfg = parse_parallel(text, size, where)
+    return cfg.tp, cfg.dp, cfg.ep
 
 
 def _tables(gpu: GPU, size: int, tp: int, dp: int, ep: int, model: ModelSpec, batch: int,
@@ -253,178 +247,63 @@ def make_cluster(islands: Sequence[SimIsland], network: NetworkSpec = DEFAULT_NE
     return SimCluster(tuple(fixed), network, model_name, edges, label)
 
 
-def _field(d: Mapping[str, Any], key: str, where: str) -> Any:
-    if not isinstance(d, Mapping):
-        raise PlannerError(f"{where} must be a mapping")
-    if key not in d:
-        raise PlannerError(f"{where}.{key} is missing")
-    return d[key]
-
-
-def _range_edges(plan: Mapping[str, Any], n_ranges: int) -> np.ndarray:
-    """``[start_0, ..., start_{J-1}, end_{J-1}]``: range j is ``[start_j, start_{j+1})``.
-
-    Plans write ``end`` exclusive (planner.workload.Ranges); taking the next range's start
-    as the boundary also reads a plan with inclusive ends correctly."""
-    ranges = _field(plan, "ranges", "plan")
-    start = _field(ranges, "start", "plan.ranges")
-    end = _field(ranges, "end", "plan.ranges")
-    try:
-        start = np.asarray(start, dtype=float)
-        end = np.asarray(end, dtype=float)
-    except (TypeError, ValueError):
-        raise PlannerError("plan.ranges.start/end must be lists of numbers") from None
-    if start.ndim != 1 or start.shape != end.shape or len(start) != n_ranges:
-        raise PlannerError(f"plan.ranges.start/end must both have {n_ranges} entries (one per "
-                           "share of each island)")
-    if n_ranges and (np.any(np.diff(start) <= 0) or end[-1] <= start[-1]
-                     or not np.all(np.isfinite(start))):
-        raise PlannerError("plan.ranges.start must increase and end after it")
-    return np.concatenate([start, end[-1:]]) if n_ranges else np.zeros(0)
-
-
-def _plan_locations(raw: Sequence[Any]) -> list[Location] | None:
-    """The locations the planner placed the serving islands at (planner.context.placement), if
-    every one of them has one; else None (the network's default layout)."""
-    out = []
-    for i, isl in enumerate(raw):
-        if not isinstance(isl, Mapping) or isl.get("role") == "idle":
-            continue
-        loc = isl.get("location")
-        if not isinstance(loc, Mapping):
-            return None
-        try:
-            vals = [int(loc[k]) for k in ("pod", "rack", "node")]
-        except (KeyError, TypeError, ValueError):
-            raise PlannerError(f"plan.islands[{i}].location must have integer pod, rack "
-                               "and node") from None
-        if min(vals) < 0:
-            raise PlannerError(f"plan.islands[{i}].location: indices must be >= 0")
-        out.append(Location(*vals))
-    return out
-
-
 def cluster_from_plan(plan: Mapping[str, Any], *, model: str | ModelSpec | None = None,
                       gpus: Mapping[str, GPU] | None = None,
                       calib: Calibration | None = None,
                       network: NetworkSpec = DEFAULT_NETWORK, max_input: int | None = None,
                       locations: Sequence[Location] | None = None,
                       time_scale: float | None = None) -> SimCluster:
-    """The cluster a plan.json describes (docs/plan-schema.md).
+    """The cluster a plan.json dict describes: :meth:`Deployment.from_plan` (which
+    reads and checks it) then :func:`cluster_from_deployment`."""
+    return cluster_from_deployment(Deployment.from_plan(plan, model=model, gpus=gpus,
+                                                        calib=calib),
+                                   network=network, max_input=max_input,
+                                   locations=locations, time_scale=time_scale)
+
+
+def cluster_from_deployment(dep: Deployment, *, network: NetworkSpec = DEFAULT_NETWORK,
+                            max_input: int | None = None,
+                            locations: Sequence[Location] | None = None,
+                            time_scale: float | None = None) -> SimCluster:
+    """The simulator's cluster of a deployment's serving islands (plan order, with
+    their ``shares``, range flows and token budgets).
 
     ``time_scale`` (default 1) multiplies every prefill and step time: the simulator runs
     the islands at the perf model's own step times, the same ones the plan priced.
-
-    Idle islands are dropped; the rest keep plan order (and their ``shares``).  GPU types
-    come from ``gpus`` (e.g. the inventory's, with datasheet GPUs), the plan's inventory
-    datasheets, or the catalog.  ``max_input`` defaults to the last range's end.
-    ``locations`` (one per kept island) overrides the plan's own
-    ``islands[].location`` (planner.context.placement), which overrides ``network.place``.
+    ``max_input`` defaults to the last range's end.  ``locations`` (one per serving
+    island) overrides the deployment's own (planner.context.placement), which overrides
+    ``network.place``.
     """
-    if not isinstance(plan, Mapping):
-        raise PlannerError("plan must be a JSON object")
-    request = plan.get("request") or {}
-    if calib is None:
-        calib = plan_calibration(plan)
-    if model is None:
-        model = _field(request, "model", "plan.request")
-    spec = _as_model(model, "plan.request.model")
-    known = dict(gpus or {})
-    inv = request.get("inventory") if isinstance(request, Mapping) else None
-    for k, g in enumerate((inv or {}).get("gpus") or []):
-        if isinstance(g, Mapping) and g.get("datasheet") and g.get("type") not in known:
-            known[str(g["type"])] = resolve_gpu(
-                str(g["type"]), dict(g["datasheet"]),
-                f"plan.request.inventory.gpus[{k}].datasheet")
-    raw = _field(plan, "islands", "plan")
-    if not isinstance(raw, list) or not raw:
-        raise PlannerError("plan.islands must be a non-empty list")
-    first = raw[0] if isinstance(raw[0], Mapping) else {}
-    n_ranges = len(first.get("shares") or [])
-    edges = _range_edges(plan, n_ranges) if "ranges" in plan or n_ranges else np.zeros(0)
+    edges = dep.range_edges
     if max_input is None:
         max_input = int(math.ceil(edges[-1])) if len(edges) else DEFAULT_MAX_INPUT
     scale = 1.0 if time_scale is None else float(time_scale)
     islands: list[SimIsland] = []
-    for i, isl in enumerate(raw):
-        where = f"plan.islands[{i}]"
-        role = _field(isl, "role", where)
-        if role == "idle":
-            continue
-        if role not in ROLES:
-            raise PlannerError(f"{where}.role must be prefill, decode, both or idle, got "
-                               f"{role!r}")
-        gpu = _as_gpu(_field(isl, "gpu", where), known, f"{where}.gpu")
-        size = _field(isl, "size", where)
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise PlannerError(f"{where}.size must be an integer >= 1, got {size!r}")
-        tp, dp, ep = parse_config(_field(isl, "config", where), size, f"{where}.config")
-        batch = isl.get("batch", 1)
-        if isinstance(batch, bool) or not isinstance(batch, int | float) or batch < 0 \
-                or int(batch) != batch:
-            raise PlannerError(f"{where}.batch must be an integer >= 0, got {batch!r}")
-        batch = max(int(batch), 1)
-        shares = isl.get("shares") or []
-        if len(shares) != n_ranges:
-            raise PlannerError(f"{where}.shares has {len(shares)} entries, expected {n_ranges}")
+    for isl in dep.islands:
         try:
-            shares = [float(x) for x in shares]
-        except (TypeError, ValueError):
-            raise PlannerError(f"{where}.shares must be numbers") from None
-        if any(not math.isfinite(x) or x < 0 for x in shares):
-            raise PlannerError(f"{where}.shares must be finite and >= 0")
-        flows = isl.get("range_rps")
-        if flows is not None:
-            if not isinstance(flows, list) or len(flows) != n_ranges:
-                raise PlannerError(f"{where}.range_rps must be a list of {n_ranges} numbers")
-            try:
-                flows = tuple(float(x) for x in flows)
-            except (TypeError, ValueError):
-                raise PlannerError(f"{where}.range_rps must be numbers") from None
-            if any(not math.isfinite(x) or x < 0 for x in flows):
-                raise PlannerError(f"{where}.range_rps must be finite and >= 0")
-        budget = isl.get("token_budget", 0)
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise PlannerError(f"{where}.token_budget must be an integer >= 0, got "
-                               f"{budget!r}")
-        try:
-            island = make_island(len(islands), f"{gpu.name}x{size}#{i}", gpu, size, role, tp,
-                                 dp, ep, spec, batch=batch, calib=calib, max_input=max_input,
-                                 range_shares=shares, time_scale=scale)
+            island = make_island(len(islands), f"{isl.gpu.name}x{isl.size}#{isl.index}",
+                                 isl.gpu, isl.size, isl.role, isl.tp, isl.dp, isl.ep,
+                                 dep.model, batch=isl.batch, calib=dep.calibration,
+                                 max_input=max_input, range_shares=isl.shares,
+                                 time_scale=scale)
         except PlannerError as err:
-            raise PlannerError(f"{where}: {err}") from None
-        if budget or flows:
-            island = dataclasses.replace(island, token_budget=int(budget),
-                                         range_flows=flows or ())
+            raise PlannerError(f"plan.islands[{isl.index}]: {err}") from None
+        if isl.token_budget or isl.range_rps:
+            island = dataclasses.replace(island, token_budget=isl.token_budget,
+                                         range_flows=isl.range_rps or ())
         islands.append(island)
-    if not islands:
-        raise PlannerError("plan.islands: every island is idle")
     if locations is None:
-        locations = _plan_locations(raw)
+        locations = dep.locations
     if locations is not None:
         if len(locations) != len(islands):
             raise PlannerError(f"locations: need {len(islands)} entries (one per non-idle "
                                "island)")
         islands = [dataclasses.replace(x, location=loc)
                    for x, loc in zip(islands, locations, strict=True)]
-    label = str(request.get("workload", "")) if isinstance(request, Mapping) else ""
-    return make_cluster(islands, network, spec.name, range_edges=edges, label=label)
+    return make_cluster(islands, network, dep.model.name, range_edges=edges,
+                        label=dep.workload)
 
 
-def plan_calibration(plan: Mapping[str, Any]) -> Calibration:
-    """The perf-model calibration a plan was made with: its ``request.engine`` (plans
-    written before engines were recorded used the default)."""
-
-    request = plan.get("request") if isinstance(plan, Mapping) else None
-    engine = (request or {}).get("engine") if isinstance(request, Mapping) else None
-    if engine is None:
-        return DEFAULT_CALIBRATION
-    try:
-        return Calibration(engine=get_engine(str(engine)).name)
-    except PlannerError as err:
-        raise PlannerError(f"plan.request.engine: {err}") from None
-
-
-__all__ = ["DEFAULT_MAX_INPUT", "cluster_from_plan",
+__all__ = ["DEFAULT_MAX_INPUT", "cluster_from_deployment", "cluster_from_plan",
            "make_cluster", "make_island", "parse_config", "plan_calibration", "prefill_split",
            "step_time", "steps_time", "steps_until"]

@@ -183,3 +183,28 @@ def test_every_published_layout_of_the_validation_rows_launches():
         cfg = P(c.tp, c.dp, c.ep)
         assert layout_violation(c.engine, get_model(c.model), cfg, c.tp * c.dp,
                                 g.gpus_per_domain) is None, c.id
+
+
+def test_engines_run_only_on_their_vendors_gpus():
+    """TensorRT-LLM is CUDA-only: an AMD island under it has no layout, with the reason;
+    SGLang and vLLM run on ROCm (perfmodel.launch, vendors)."""
+    from perfmodel import WorkloadShape, benchmark_island, get_gpu, get_model
+    from perfmodel.calibration import Calibration
+    from perfmodel.launch import gpu_vendor, vendor_violation
+
+    mi300x, h200 = get_gpu("MI300X"), get_gpu("H200")
+    assert gpu_vendor(mi300x) == "amd" and gpu_vendor(h200) == "nvidia"
+    assert gpu_vendor(get_gpu("Arc-Pro-B60")) == "intel"
+    assert "AMD" in vendor_violation("trtllm", mi300x)
+    assert vendor_violation("sglang", mi300x) is None
+    assert vendor_violation("vllm", mi300x) is None
+    assert vendor_violation("trtllm", h200) is None
+    assert vendor_violation("roofline", mi300x) is None  # the thesis's model: any GPU
+    shape = WorkloadShape(pmf=np.full(64, 1 / 64), decode_mean=32.0, decode_max=64)
+    table = benchmark_island(mi300x, 8, get_model("llama-3.1-70b"), shape,
+                             calib=Calibration(engine="trtllm"))
+    assert not table.prefill.feasible and not table.decode.feasible
+    assert "does not run on AMD" in table.decode.reason
+    ok = benchmark_island(mi300x, 8, get_model("llama-3.1-70b"), shape,
+                          calib=Calibration(engine="sglang"))
+    assert ok.decode.feasible

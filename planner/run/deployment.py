@@ -1,0 +1,300 @@
+"""The deployment a plan describes, as one typed object: :class:`Deployment`.
+
+A plan is deployed as printed: serving islands, each a GPU type on whole servers (or a
+share of one), a parallel layout the engine launches, a role, the length ranges it
+serves (its share of time and its requests/s per range), the servers and the network
+location it sits at; the prefill -> decode KV routes follow from the islands' range
+flows (:func:`planner.context.placement.pair_flows`).  The simulator
+(:func:`planner.sim.cluster.cluster_from_deployment`), the export
+(:mod:`planner.export`) and the report read these fields from here, never from the
+plan.json dict: ``plan.json`` is the deployment's serialisation
+(:mod:`planner.run.plan_json`), read back by :meth:`Deployment.from_plan`, once, at
+the edge, with every field checked and named in its error.
+
+Pipeline plans (``--inner seed000|seed001``) describe chains of blocks, not islands
+with a parallel layout; their simulator rebuilds them from the planning context
+(:mod:`planner.sim.pipeline_cluster`), so they are not a :class:`Deployment`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
+from perfmodel.engines import get_engine
+from perfmodel.hardware import GPU, get_gpu, resolve_gpu
+from perfmodel.models import ModelSpec, get_model
+from perfmodel.parallel import ParallelConfig
+from planner.core.errors import PlannerError
+from planner.fleet.network import Location
+
+#: The roles of a serving island.
+ROLES = ("prefill", "decode", "both")
+
+
+@dataclass(frozen=True)
+class DeployedIsland:
+    """One serving island of a deployment."""
+
+    index: int  # position in plan.json's islands (idle ones included)
+    gpu: GPU
+    size: int
+    role: str  # prefill | decode | both
+    parallel: ParallelConfig
+    batch: int  # decode: sequences per attention group; prefill: prompts per pass
+    shares: tuple[float, ...]  # share of the island's time per range
+    range_rps: tuple[float, ...] | None = None  # requests/s it serves per range
+    token_budget: int = 0  # prefill tokens per pass (0: the engine's)
+    location: Location | None = None
+    servers: tuple[int, ...] = ()  # server indices (server granularity)
+
+    @property
+    def tp(self) -> int:
+        return self.parallel.tp
+
+    @property
+    def dp(self) -> int:
+        return self.parallel.dp
+
+    @property
+    def ep(self) -> int:
+        return self.parallel.ep
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A plan's serving islands with the model, engine and ranges they run."""
+
+    model: ModelSpec
+    calibration: Calibration  # the engine whose kernels and behaviour priced the plan
+    workload: str
+    islands: tuple[DeployedIsland, ...]  # serving islands, plan order
+    idle: tuple[int, ...] = ()  # plan indices of idle islands (bought by no plan)
+    #: ``[start_0, ..., start_{J-1}, end_{J-1}]``: range j is ``[start_j, start_{j+1})``
+    range_edges: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: GPUs per server of each type (server granularity; empty for older plans)
+    gpus_per_node: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def engine(self) -> str:
+        return self.calibration.engine
+
+    @property
+    def locations(self) -> list[Location] | None:
+        """Every serving island's location, or None unless all have one."""
+        locs = [i.location for i in self.islands]
+        return None if any(loc is None for loc in locs) else locs  # type: ignore[return-value]
+
+    def kv_routes(self) -> np.ndarray:
+        """(P, K, J) requests/s from prefill island p to decode island k per range, as the
+        plan's range router pairs them (:func:`planner.context.placement.pair_flows`);
+        P and K index the prefill and decode islands in plan order."""
+        pre = [i for i in self.islands if i.role == "prefill"]
+        dec = [i for i in self.islands if i.role == "decode"]
+        j = len(self.range_edges) - 1 if len(self.range_edges) else 0
+        flows = lambda isl: np.asarray(isl.range_rps or [0.0] * j, float)  # noqa: E731
+        p = np.array([flows(i) for i in pre]).reshape(len(pre), j)
+        d = np.array([flows(i) for i in dec]).reshape(len(dec), j)
+        demand = d.sum(axis=0)
+        share = np.divide(d, demand, out=np.zeros_like(d), where=demand > 0)
+        return p[:, None, :] * share[None, :, :]
+
+    @classmethod
+    def from_plan(cls, plan: Mapping[str, Any], *, model: str | ModelSpec | None = None,
+                  gpus: Mapping[str, GPU] | None = None, calib: Calibration | None = None
+                  ) -> Deployment:
+        """The deployment a plan.json dict describes (docs/plan-schema.md).
+
+        GPU types come from ``gpus`` (e.g. the inventory's, with datasheet GPUs), the
+        plan's inventory datasheets, or the catalog.  ``model`` and ``calib`` override
+        the plan's own ``request.model`` and ``request.engine``.  Every problem is one
+        ``PlannerError`` naming the field (``plan.islands[3].size must be ...``)."""
+        if not isinstance(plan, Mapping):
+            raise PlannerError("plan must be a JSON object")
+        request = plan.get("request") or {}
+        if calib is None:
+            calib = plan_calibration(plan)
+        if model is None:
+            model = _field(request, "model", "plan.request")
+        spec = _as_model(model, "plan.request.model")
+        known = dict(gpus or {})
+        inv = request.get("inventory") if isinstance(request, Mapping) else None
+        nodes: dict[str, int] = {}
+        for k, g in enumerate((inv or {}).get("gpus") or []):
+            if not isinstance(g, Mapping):
+                continue
+            if g.get("datasheet") and g.get("type") not in known:
+                known[str(g["type"])] = resolve_gpu(
+                    str(g["type"]), dict(g["datasheet"]),
+                    f"plan.request.inventory.gpus[{k}].datasheet")
+            node = g.get("gpus_per_node")
+            if isinstance(node, int) and not isinstance(node, bool) and node > 0:
+                nodes[str(g.get("type"))] = node
+        raw = _field(plan, "islands", "plan")
+        if not isinstance(raw, list) or not raw:
+            raise PlannerError("plan.islands must be a non-empty list")
+        first = raw[0] if isinstance(raw[0], Mapping) else {}
+        n_ranges = len(first.get("shares") or [])
+        edges = _range_edges(plan, n_ranges) if "ranges" in plan or n_ranges \
+            else np.zeros(0)
+        islands, idle = [], []
+        for i, isl in enumerate(raw):
+            island = _island(isl, i, known, n_ranges)
+            if island is None:
+                idle.append(i)
+            else:
+                islands.append(island)
+        if not islands:
+            raise PlannerError("plan.islands: every island is idle")
+        label = str(request.get("workload", "")) if isinstance(request, Mapping) else ""
+        edges.setflags(write=False)
+        return cls(spec, calib, label, tuple(islands), tuple(idle), edges, nodes)
+
+
+def _field(d: Mapping[str, Any], key: str, where: str) -> Any:
+    if not isinstance(d, Mapping):
+        raise PlannerError(f"{where} must be a mapping")
+    if key not in d:
+        raise PlannerError(f"{where}.{key} is missing")
+    return d[key]
+
+
+def _as_gpu(gpu: Any, gpus: Mapping[str, GPU], where: str) -> GPU:
+    if isinstance(gpu, GPU):
+        return gpu
+    if not isinstance(gpu, str) or not gpu:
+        raise PlannerError(f"{where}: GPU type must be a name, got {gpu!r}")
+    if gpu in gpus:
+        return gpus[gpu]
+    try:
+        return get_gpu(gpu)
+    except PlannerError as err:
+        raise PlannerError(f"{where}: {err}") from None
+
+
+def _as_model(model: str | ModelSpec, where: str) -> ModelSpec:
+    if isinstance(model, ModelSpec):
+        return model
+    if not isinstance(model, str) or not model:
+        raise PlannerError(f"{where}: model must be a name, got {model!r}")
+    try:
+        return get_model(model)
+    except PlannerError as err:
+        raise PlannerError(f"{where}: {err}") from None
+
+
+def parse_config(text: Any, size: int, where: str) -> ParallelConfig:
+    """``"tpX-dpY-epZ"`` checked against the island size (tp x dp == size)."""
+    try:
+        cfg = ParallelConfig.from_label(text)
+    except ValueError as e:
+        raise PlannerError(f"{where}: {e}") from None
+    if cfg.tp * cfg.dp != size:
+        raise PlannerError(f"{where}: {text!r} needs tp x dp = island size {size}")
+    return cfg
+
+
+def _numbers(values: Any, n: int, where: str) -> tuple[float, ...]:
+    if not isinstance(values, list) or len(values) != n:
+        raise PlannerError(f"{where} must be a list of {n} numbers")
+    try:
+        out = tuple(float(x) for x in values)
+    except (TypeError, ValueError):
+        raise PlannerError(f"{where} must be numbers") from None
+    if any(not math.isfinite(x) or x < 0 for x in out):
+        raise PlannerError(f"{where} must be finite and >= 0")
+    return out
+
+
+def _island(isl: Any, i: int, known: Mapping[str, GPU], n_ranges: int
+            ) -> DeployedIsland | None:
+    """One plan.json island, checked; None for an idle one."""
+    where = f"plan.islands[{i}]"
+    role = _field(isl, "role", where)
+    if role == "idle":
+        return None
+    if role not in ROLES:
+        raise PlannerError(f"{where}.role must be prefill, decode, both or idle, got "
+                           f"{role!r}")
+    gpu = _as_gpu(_field(isl, "gpu", where), known, f"{where}.gpu")
+    size = _field(isl, "size", where)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise PlannerError(f"{where}.size must be an integer >= 1, got {size!r}")
+    cfg = parse_config(_field(isl, "config", where), size, f"{where}.config")
+    batch = isl.get("batch", 1)
+    if isinstance(batch, bool) or not isinstance(batch, int | float) or batch < 0 \
+            or int(batch) != batch:
+        raise PlannerError(f"{where}.batch must be an integer >= 0, got {batch!r}")
+    shares = isl.get("shares") or []
+    if len(shares) != n_ranges:
+        raise PlannerError(f"{where}.shares has {len(shares)} entries, expected {n_ranges}")
+    shares = _numbers(list(shares), n_ranges, f"{where}.shares")
+    flows = isl.get("range_rps")
+    if flows is not None:
+        flows = _numbers(flows, n_ranges, f"{where}.range_rps")
+    budget = isl.get("token_budget", 0)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise PlannerError(f"{where}.token_budget must be an integer >= 0, got {budget!r}")
+    servers = isl.get("servers") or []
+    if not isinstance(servers, list) or any(
+            isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in servers):
+        raise PlannerError(f"{where}.servers must be a list of server indices")
+    return DeployedIsland(i, gpu, size, role, cfg, max(int(batch), 1), shares, flows,
+                          int(budget), _location(isl.get("location"), where),
+                          tuple(int(s) for s in servers))
+
+
+def _location(loc: Any, where: str) -> Location | None:
+    if not isinstance(loc, Mapping):
+        return None
+    try:
+        vals = [int(loc[k]) for k in ("pod", "rack", "node")]
+    except (KeyError, TypeError, ValueError):
+        raise PlannerError(f"{where}.location must have integer pod, rack and node") \
+            from None
+    if min(vals) < 0:
+        raise PlannerError(f"{where}.location: indices must be >= 0")
+    return Location(*vals)
+
+
+def _range_edges(plan: Mapping[str, Any], n_ranges: int) -> np.ndarray:
+    """``[start_0, ..., start_{J-1}, end_{J-1}]``: range j is ``[start_j, start_{j+1})``.
+
+    Plans write ``end`` exclusive (planner.workload.Ranges); taking the next range's start
+    as the boundary also reads a plan with inclusive ends correctly."""
+    ranges = _field(plan, "ranges", "plan")
+    start = _field(ranges, "start", "plan.ranges")
+    end = _field(ranges, "end", "plan.ranges")
+    try:
+        start = np.asarray(start, dtype=float)
+        end = np.asarray(end, dtype=float)
+    except (TypeError, ValueError):
+        raise PlannerError("plan.ranges.start/end must be lists of numbers") from None
+    if start.ndim != 1 or start.shape != end.shape or len(start) != n_ranges:
+        raise PlannerError(f"plan.ranges.start/end must both have {n_ranges} entries (one per "
+                           "share of each island)")
+    if n_ranges and (np.any(np.diff(start) <= 0) or end[-1] <= start[-1]
+                     or not np.all(np.isfinite(start))):
+        raise PlannerError("plan.ranges.start must increase and end after it")
+    return np.concatenate([start, end[-1:]]) if n_ranges else np.zeros(0)
+
+
+def plan_calibration(plan: Mapping[str, Any]) -> Calibration:
+    """The perf-model calibration a plan was made with: its ``request.engine`` (plans
+    written before engines were recorded used the default)."""
+    request = plan.get("request") if isinstance(plan, Mapping) else None
+    engine = (request or {}).get("engine") if isinstance(request, Mapping) else None
+    if engine is None:
+        return DEFAULT_CALIBRATION
+    try:
+        return Calibration(engine=get_engine(str(engine)).name)
+    except PlannerError as err:
+        raise PlannerError(f"plan.request.engine: {err}") from None
+
+
+__all__ = ["ROLES", "DeployedIsland", "Deployment", "parse_config", "plan_calibration"]

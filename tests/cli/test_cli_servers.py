@@ -1,0 +1,48 @@
+"""``planner plan`` at server granularity from the command line (issue 27)."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_bad_granularity_is_one_line_and_writes_nothing(run_cli, small_inventory, tmp_path):
+    out = tmp_path / "run"
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "80",
+                         "--island-granularity", "rack", "--out", str(out), "-q")
+    assert rc == 2 and "--island-granularity" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_gpus_per_node_beyond_the_domain_names_the_entry(run_cli, tmp_path):
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("gpus:\n  - {type: H200, count: 16, gpus_per_node: 16, "
+                   "price_per_hour: 4.0}\n")
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--out", str(tmp_path / "r"), "-q")
+    assert rc == 2 and str(inv) in err and "gpus_per_node" in err and "H200" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_plan_prints_servers_and_the_export_command(run_cli, small_inventory, tmp_path):
+    out = tmp_path / "run"
+    rc, stdout, err = run_cli("plan", "--inventory", str(small_inventory), "--budget", "80",
+                              "--search", "exact", "--ranges", "8", "--no-sim-check",
+                              "--no-exact", "--no-homogeneous", "--out", str(out))
+    assert rc == 0, err
+    assert "server" in stdout and f"planner export {out}" in stdout
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["request"]["island_granularity"] == "server" and plan["servers"]
+    report = (out / "report.md").read_text()
+    assert "Placement (server → islands)" in report
+
+
+def test_an_slo_no_island_meets_on_the_longest_prompts_says_so(run_cli, tmp_path):
+    """Under TensorRT-LLM, whose attention DP is all ranks or none, no 16-GPU island of
+    80 GB parts prefills DeepSeek-V3's longest prompts within the default TTFT: the plan
+    stops before searching, naming the lengths and the best TTFT per type (exit 1)."""
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("gpus:\n  - {type: H100-SXM, count: 16, price_per_hour: 1.56}\n"
+                   "  - {type: A100-80G, count: 16, price_per_hour: 0.68}\n")
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--ranges", "8",
+                         "--out", str(tmp_path / "r"), "-q")
+    assert rc == 1 and "cannot be met" in err and "14,050" in err and "H100-SXM" in err
+    assert not (tmp_path / "r").exists()
