@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from perfmodel.launch import vendor_violation
 from planner.context.evaluate import LayoutEvaluator, PlanningContext
 from planner.context.feasibility import unmet_slo
 from planner.context.operating import OperatingPoint, operating_point
@@ -215,6 +216,9 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
     status 2, naming the inventory and the flag, and saying what would make a plan
     exist)."""
     ctx = PlanningContext.for_request(req)
+    wrong = [vendor_violation(req.engine, e.gpu) for e in req.inventory.entries]
+    if all(wrong):  # the engine runs on none of the inventory's GPUs
+        raise NoPlanError(f"{source}: {wrong[0]}; plan with an --engine that runs on them")
     ev = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
     unmet = unmet_slo(ev, req.inventory)
     if unmet:

@@ -37,6 +37,10 @@ def simulate(
                                    metavar="RUN_DIR"),
     router: str = typer.Option("range", "--router", help="Router, or several separated by "
                                f"commas. {ROUTERS.help()}."),
+    router_config: Path | None = typer.Option(
+        None, "--router-config", help="A router.json of `planner export` (edited or not): "
+        "the range router follows its weights, so the simulated routing is the exported "
+        "one.", show_default="the plan's weights"),
     rate: str = typer.Option("0.8x", "--rate", help="Requests/s (e.g. 300) or a multiple "
                              "of the plan's capacity (e.g. 0.8x, 2x)."),
     workload: str | None = typer.Option(None, "--workload", help="Workload to sample.",
@@ -90,6 +94,13 @@ def simulate(
         values.naming("--workload", load_workload, workload)
     plan_path = run_dir / "plan.json"
     plan = load_plan(plan_path)
+    if router_config is not None:  # checked before any run: one line naming the field
+        from planner.sim.routers.router_config import load_router_weights
+
+        if [r.strip() for r in router.split(",") if r.strip()] != ["range"]:
+            raise PlannerError("--router-config: the file sets the range router's weights; "
+                               f"use it with --router range, not {router!r}")
+        load_router_weights(router_config, plan)
     names = [r.strip() for r in router.split(",") if r.strip()]
     if not names:
         raise PlannerError("--router: no router named")
@@ -104,7 +115,9 @@ def simulate(
                                    workload=workload, trace=str(trace) if trace else None,
                                    trace_format=trace_format, ttft_slo_s=ttft_slo,
                                    tpot_slo_s=tpot_slo, fair_sharing=not no_fair_sharing,
-                                   engine=engine)
+                                   engine=engine,
+                                   router_config=None if router_config is None
+                                   else str(router_config))
             inner = (plan.get("request") or {}).get("inner")
             if needs_context(inner):  # "range" means JFFC on a pipeline plan
                 settings = pipeline_settings(settings, inner)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perfmodel.launch import vendor_violation
 from perfmodel.parallel import ConfigGrid, enumerate_configs
 from perfmodel.timing import IslandTiming
 from planner.context.evaluate import LayoutEvaluator
@@ -28,6 +29,8 @@ def best_latency_ms(ev: LayoutEvaluator, gpu: str, size: int, prompt: int, conte
     ``context``) over the configurations of an island of ``size`` ``gpu``s that fit."""
     c = ev.context
     g = c.gpus[gpu]
+    if vendor_violation(c.calib.engine, g):
+        return float("inf"), float("inf")
     configs = enumerate_configs(size, c.model, c.calib.engine, g.gpus_per_domain)
     if not configs:
         return float("inf"), float("inf")
@@ -102,14 +105,14 @@ def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
         ceilings += (f"; a prefill pass gets {c.table_slo.ttft_ms:g} ms of the TTFT, the "
                      "rest is left for waiting")
     share = float(pmf[missing].sum())
-    return (f"the SLO ({ceilings}) cannot be met for {100 * share:.2g}% of the workload's "
+    return (f"the SLO ({ceilings}) cannot be met for {100 * share:.3g}% of the workload's "
             f"requests (input lengths {int(lengths.min()):,}-{int(lengths.max()):,}) on any "
             f"island of this inventory; best achievable: " + "; ".join(best)
             + ". Raise --ttft/--tpot, add faster GPUs, or plan with --no-slo")
 
 
 def _ms(x: float) -> str:
-    return "no configuration fits" if not np.isfinite(x) else f"{x:,.0f} ms" if x >= 10 \
+    return "no configuration runs" if not np.isfinite(x) else f"{x:,.0f} ms" if x >= 10 \
         else f"{x:.1f} ms"
 
 

@@ -63,8 +63,10 @@ from planner.sim.pipeline_cluster import (
     cluster_from_pipeline_plan,
     prefill_token_budget,
 )
-from planner.sim.protocol import SimCluster, SimRequest, SimResult
+from planner.sim.protocol import Router, SimCluster, SimRequest, SimResult
+from planner.sim.routers.range_router import RangeRouter
 from planner.sim.routers.registry import make_router, places_kv
+from planner.sim.routers.router_config import load_router_weights
 from planner.workload import load_workload
 
 ARRIVALS = ("auto", "poisson", "gamma")
@@ -104,6 +106,8 @@ class SimSettings:
     tpot_slo_s: float | None = None
     fair_sharing: bool = True
     engine: str | None = None  # perf-model engine; default: the plan's
+    #: a router.json (planner export) whose weights the range router follows
+    router_config: str | None = None
 
     def calibration(self, plan: Mapping[str, Any]):
         """The perf-model calibration to run the islands with: ``engine`` if set, else the
@@ -116,7 +120,8 @@ class SimSettings:
     def tag(self) -> str:
         """Folder name of this run inside ``RUN_DIR/simulation``."""
         rate = self.rate.strip().lower().replace("/", "_")
-        return f"{self.router}-{rate}-s{self.seed}"
+        name = f"{self.router}-config" if self.router_config else self.router
+        return f"{name}-{rate}-s{self.seed}"
 
     def check(self) -> None:
         if self.arrivals not in ARRIVALS:
@@ -345,7 +350,14 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
     if len(requests) < n:
         warnings.append(f"the trace {Path(str(settings.trace)).name} has {len(requests):,} "
                         f"requests, fewer than -n {n:,}: all {len(requests):,} are simulated")
-    router = make_router(settings.router)
+    if settings.router_config is not None:
+        if settings.router != "range" or needs_context(inner):
+            raise PlannerError("--router-config: only the plan-following range router of "
+                               "a prefill/decode plan takes a router configuration")
+        edges, pre, dec = load_router_weights(settings.router_config, plan)
+        router: Router = RangeRouter(range_edges=edges, weights=(pre, dec))
+    else:
+        router = make_router(settings.router)
     warmup, window, short = choose_window(np.array([r.arrival for r in requests]),
                                           settings, rate)
     extra = {}

@@ -55,11 +55,16 @@ class RangeRouter(BaseRouter):
 
     name = "range"
 
-    def __init__(self, cycle: int = 1024, range_edges=None) -> None:
+    def __init__(self, cycle: int = 1024, range_edges=None, weights=None) -> None:
+        """``weights``: (prefill, decode) weights to follow instead of the plan's, as
+        (islands of the role x ranges) arrays in the cluster's island order -- a router
+        configuration file (planner.sim.routers.router_config); ``range_edges`` then
+        gives its ranges."""
         if int(cycle) < 1:
             raise ValueError("cycle must be >= 1")
         self.cycle = int(cycle)
         self._edges_given = range_edges
+        self._weights_given = weights
 
     def reset(self, view: ClusterView, rng: np.random.Generator) -> None:
         super().reset(view, rng)
@@ -76,8 +81,17 @@ class RangeRouter(BaseRouter):
         mids = 0.5 * (edges[:-1] + edges[1:])
         front = [x for x in isl if x.role in ("prefill", "both")]
         back = [x for x in isl if x.role == "decode"]
-        pre = self._weights(front, mids, n_ranges, self._prefill_rate)
-        dec = self._weights(back, mids, n_ranges, self._decode_rate) if back else None
+        if self._weights_given is not None:
+            pre, dec = (None if w is None else np.asarray(w, float)
+                        for w in self._weights_given)
+            if pre is None or pre.shape != (len(front), n_ranges) or (back and (
+                    dec is None or dec.shape != (len(back), n_ranges))):
+                raise ValueError("router weights do not match the cluster's islands and "
+                                 "ranges")
+            dec = dec if back else None
+        else:
+            pre = self._weights(front, mids, n_ranges, self._prefill_rate)
+            dec = self._weights(back, mids, n_ranges, self._decode_rate) if back else None
         self._edges = edges[1:-1].tolist()  # interior edges: bisect gives the range
         fi = [x.index for x in front]
         bi = [x.index for x in back]

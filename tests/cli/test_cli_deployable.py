@@ -46,3 +46,12 @@ def test_an_slo_no_island_meets_on_the_longest_prompts_says_so(run_cli, tmp_path
                          "--out", str(tmp_path / "r"), "-q")
     assert rc == 1 and "cannot be met" in err and "14,050" in err and "H100-SXM" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_an_engine_that_runs_on_none_of_the_gpus_is_exit_1(run_cli, tmp_path):
+    inv = tmp_path / "amd.yaml"
+    inv.write_text("gpus:\n  - {type: MI300X, count: 16, price_per_hour: 3.0}\n")
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--model", "llama-3.1-70b",
+                         "--out", str(tmp_path / "r"), "-q")
+    assert rc == 1 and "does not run on AMD GPUs" in err and str(inv) in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
