@@ -18,8 +18,8 @@ CLI in-process, and counts on every server-granularity plan:
 
 It prints one row per plan: capacity and cost at server and at GPU granularity, and the
 counts; ``--doc`` also writes the table into docs/deployment.md between its
-``deployment-goals`` markers.  The first row is the README command; its wall time is
-printed (goal: <= 30 s on 2 cores).
+``deployment-goals`` markers.  The README command is also timed as a user runs it, in
+a fresh process (goal: <= 30 s on 2 cores).
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ TABLE51 = [(f"5.1{cell} {short}", ["--inventory", f"inventories/table5.1-{cell}.
                                                      ("conv", "azure-conv-2023"))]
 
 
-def plan(args: list[str], out: Path, granularity: str, sim_check: bool) -> tuple[dict, float]:
+def plan(args: list[str], out: Path, granularity: str, sim_check: bool
+         ) -> tuple[dict, float]:
     from planner.cli.main import run
 
     t0 = time.perf_counter()
@@ -120,6 +121,19 @@ def export_ok(run_dir: Path, work: Path) -> bool:
     return not validate_manifests((work / "k8s" / "manifests.yaml").read_text())
 
 
+def readme_seconds(tmp: Path) -> float:
+    """Wall time of the README command as a user runs it (a fresh process: interpreter,
+    imports, search, closed loop, report)."""
+    import subprocess
+
+    exe = Path(sys.executable).parent / "planner"
+    t0 = time.perf_counter()
+    subprocess.run([str(exe), "plan", "--inventory", "inventories/gpus.yaml", "--budget",
+                    "512", "--out", str(tmp / "readme"), "-q"], check=True, cwd=REPO,
+                   capture_output=True)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", choices=("all", "issue", "table51"), default="all")
@@ -139,10 +153,10 @@ def main() -> None:
               "zero_collectives": 0, "export_failed": 0}
     readme_s = None
     with tempfile.TemporaryDirectory() as tmp:
+        if not a.no_sim_check:
+            readme_s = readme_seconds(Path(tmp))
         for k, (label, args) in enumerate(cases):
-            server, secs = plan(args, Path(tmp) / f"{k}-server", "server", not a.no_sim_check)
-            if label == "README":
-                readme_s = secs
+            server, _ = plan(args, Path(tmp) / f"{k}-server", "server", not a.no_sim_check)
             free, _ = plan(args, Path(tmp) / f"{k}-gpu", "gpu", not a.no_sim_check)
             c = checks(server)
             ok = export_ok(Path(tmp) / f"{k}-server", Path(tmp) / f"{k}-export")
@@ -162,7 +176,7 @@ def main() -> None:
     print(f"\ntotals over {len(cases)} server plans: {json.dumps(totals)}")
     if readme_s is not None:
         print(f"README command (planner plan --inventory inventories/gpus.yaml --budget 512, "
-              f"in-process, closed loop {'off' if a.no_sim_check else 'on'}): {readme_s:.1f} s")
+              f"a fresh process): {readme_s:.1f} s (goal <= 30 s)")
     if a.doc:
         doc = REPO / "docs" / "deployment.md"
         text = doc.read_text()

@@ -51,9 +51,18 @@ def run_case(label: str, inventory: str, model: str, workload: str, budget: floa
     s = plan["summary"]
     loop = s["closed_loop"]
     headline = float(s["requests_per_s"])
+    idle = sum(int(i["size"]) for i in plan["islands"] if i["role"] == "idle")
+    if headline <= 0:  # no rate met the SLO in the loop: nothing to verify (a failure)
+        nan = float("nan")
+        return {"case": label, "gpus": sum(s["gpus_used"].values()),
+                "cost": float(s["cost_per_hour"]),
+                "analytic": float(loop["analytic_requests_per_s"]), "headline": 0.0,
+                "bound": loop["bound"], "rounds": loop["rounds"], "sustained": nan,
+                "slo90": nan, "ttft_p90": nan, "tpot_p90": nan, "idle": idle,
+                "accounting": len(accounting_errors(plan)),
+                "seconds": time.perf_counter() - t0}
     at1 = simulate_at(plan, headline, VERIFY_SEED)
     at90 = simulate_at(plan, 0.9 * headline, VERIFY_SEED)
-    idle = sum(int(i["size"]) for i in plan["islands"] if i["role"] == "idle")
     return {"case": label, "gpus": sum(s["gpus_used"].values()),
             "cost": float(s["cost_per_hour"]), "analytic": float(loop["analytic_requests_per_s"]),
             "headline": headline, "bound": loop["bound"], "rounds": loop["rounds"],

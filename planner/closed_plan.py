@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
+from planner.inner import needs_context
 from planner.plan import Plan, make_plan, resolve_plan
 from planner.sim.closed_loop import MAX_ROUNDS, close_loop, with_loop
 
@@ -29,10 +30,13 @@ def close_plan(plan: Plan, *, seed: int = 0, progress: Callable[[str], None] | N
     target = plan.request.target_rps
     asked = target
     for _ in range(MAX_ROUNDS + 1):
-        def resolve(f: dict[str, float], p: Plan = plan) -> dict[str, Any]:
-            return resolve_plan(p, f).to_dict()
+        def resolve(f: dict[str, float], p: Plan = plan) -> Plan | dict[str, Any]:
+            solved = resolve_plan(p, f)
+            # pipeline plans have no typed deployment: the simulator rebuilds them
+            return solved.to_dict() if needs_context(solved.request.inner) else solved
 
-        final, loop = close_loop(plan.to_dict(), resolve, seed=seed, progress=progress)
+        start = plan.to_dict() if needs_context(plan.request.inner) else plan
+        final, loop = close_loop(start, resolve, seed=seed, progress=progress)
         out = with_loop(dict(final), loop)
         if target is None or loop.headline_rps >= target * (1 - 1e-9) or \
                 loop.headline_rps <= 0:

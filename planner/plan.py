@@ -43,6 +43,7 @@ from planner.outer.protocol import (
     layout_counts,
 )
 from planner.outer.registry import OUTER_SEARCHES, make_search, takes_any_objective
+from planner.run.deployment import Deployment
 from planner.run.plan_json import plan_dict
 from planner.sim.objective import SimulatedObjective
 
@@ -93,6 +94,19 @@ class Plan:
     def best_homogeneous(self) -> Baseline | None:
         ok = [b for b in self.homogeneous if b.value > 0]
         return max(ok, key=lambda b: b.value) if ok else None
+
+    @property
+    def deployment(self) -> Deployment:
+        """What the plan deploys, typed (planner.run.deployment); plan.json is its
+        serialisation.  Pipeline plans (seeds 000/001) describe chains, not islands:
+        ``PlannerError``."""
+        if needs_context(self.request.inner):
+            raise PlannerError("a pipeline plan describes chains of blocks, not islands")
+        ctx = self.context
+        nodes = {t: s.gpus_per_node for t, s in (ctx.servers or {}).items()}
+        return Deployment.from_solution(self.result, self.operating, model=ctx.model,
+                                        calibration=ctx.calib, workload=ctx.workload.name,
+                                        gpus=ctx.gpus, gpus_per_node=nodes)
 
     def to_dict(self) -> dict[str, Any]:
 

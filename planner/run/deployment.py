@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -105,6 +105,39 @@ class Deployment:
         return p[:, None, :] * share[None, :, :]
 
     @classmethod
+    def from_solution(cls, result: Any, operating: Any, *, model: ModelSpec,
+                      calibration: Calibration, workload: str, gpus: Mapping[str, GPU],
+                      gpus_per_node: Mapping[str, int] | None = None) -> Deployment:
+        """The deployment of a solved plan, from the solver's objects
+        (:class:`planner.inner.result.InnerResult` and
+        :class:`planner.context.operating.OperatingPoint`): what the planner hands the
+        simulator in its own process, and what :mod:`planner.run.plan_json` writes
+        (``Deployment.from_plan(plan.to_dict())`` reads the same deployment back)."""
+        islands, idle = [], []
+        op = operating
+        for i, a in enumerate(result.islands):
+            if a.role == "idle":
+                idle.append(i)
+                continue
+            point = op.islands[i] if op is not None else None
+            flows = (tuple(round(float(x), 9) for x in op.range_flows[i])
+                     if op is not None and op.range_flows else None)
+            loc = op.locations[i] if op is not None and op.locations else None
+            on = tuple(op.island_servers[i]) if op is not None and op.island_servers else ()
+            islands.append(DeployedIsland(
+                i, gpus[a.gpu], int(a.size), a.role, ParallelConfig.from_label(a.config),
+                max(int(a.batch), 1), tuple(float(x) for x in a.shares), flows,
+                int(point.token_budget) if point is not None else 0, loc, on))
+        if not islands:
+            raise PlannerError("the plan has no serving island")
+        start = np.asarray(result.range_start, float)
+        edges = (np.concatenate([start, np.asarray(result.range_end, float)[-1:]])
+                 if len(start) else np.zeros(0))
+        edges.setflags(write=False)
+        return cls(model, calibration, workload, tuple(islands), tuple(idle), edges,
+                   dict(gpus_per_node or {}))
+
+    @classmethod
     def from_plan(cls, plan: Mapping[str, Any], *, model: str | ModelSpec | None = None,
                   gpus: Mapping[str, GPU] | None = None, calib: Calibration | None = None
                   ) -> Deployment:
@@ -121,20 +154,37 @@ class Deployment:
             calib = plan_calibration(plan)
         if model is None:
             model = _field(request, "model", "plan.request")
-        spec = _as_model(model, "plan.request.model")
+        spec = as_model(model, "plan.request.model")
         known = dict(gpus or {})
         inv = request.get("inventory") if isinstance(request, Mapping) else None
         nodes: dict[str, int] = {}
         for k, g in enumerate((inv or {}).get("gpus") or []):
             if not isinstance(g, Mapping):
                 continue
-            if g.get("datasheet") and g.get("type") not in known:
-                known[str(g["type"])] = resolve_gpu(
-                    str(g["type"]), dict(g["datasheet"]),
-                    f"plan.request.inventory.gpus[{k}].datasheet")
+            if g.get("type") not in known and (g.get("datasheet") or g.get("type")):
+                try:
+                    gpu = resolve_gpu(str(g["type"]),
+                                      dict(g["datasheet"]) if g.get("datasheet") else None,
+                                      f"plan.request.inventory.gpus[{k}].datasheet")
+                except PlannerError:
+                    if g.get("datasheet"):
+                        raise
+                    continue  # an island of it names the problem
+                price = g.get("price_per_hour")  # the plan's price, not the catalog's
+                if isinstance(price, int | float) and not isinstance(price, bool):
+                    gpu = replace(gpu, price_per_hour=float(price))
+                known[str(g["type"])] = gpu
             node = g.get("gpus_per_node")
             if isinstance(node, int) and not isinstance(node, bool) and node > 0:
                 nodes[str(g.get("type"))] = node
+        server = isinstance(request, Mapping) and not request.get("thesis") and \
+            request.get("island_granularity") == "server"
+        if not server:
+            nodes = {}
+        for name, node in nodes.items():  # a server below the scale-up domain bounds it,
+            g = as_gpu(name, known, "plan.request.inventory")  # as the planner priced it
+            if node < g.gpus_per_domain:
+                known[name] = replace(g, gpus_per_domain=node)
         raw = _field(plan, "islands", "plan")
         if not isinstance(raw, list) or not raw:
             raise PlannerError("plan.islands must be a non-empty list")
@@ -164,7 +214,9 @@ def _field(d: Mapping[str, Any], key: str, where: str) -> Any:
     return d[key]
 
 
-def _as_gpu(gpu: Any, gpus: Mapping[str, GPU], where: str) -> GPU:
+def as_gpu(gpu: Any, gpus: Mapping[str, GPU], where: str) -> GPU:
+    """A GPU by name: ``gpus`` (the inventory's, datasheets included), else the catalog;
+    errors prefixed by ``where``."""
     if isinstance(gpu, GPU):
         return gpu
     if not isinstance(gpu, str) or not gpu:
@@ -177,7 +229,8 @@ def _as_gpu(gpu: Any, gpus: Mapping[str, GPU], where: str) -> GPU:
         raise PlannerError(f"{where}: {err}") from None
 
 
-def _as_model(model: str | ModelSpec, where: str) -> ModelSpec:
+def as_model(model: str | ModelSpec, where: str) -> ModelSpec:
+    """A model by name (built-in or config.json); errors prefixed by ``where``."""
     if isinstance(model, ModelSpec):
         return model
     if not isinstance(model, str) or not model:
@@ -221,7 +274,7 @@ def _island(isl: Any, i: int, known: Mapping[str, GPU], n_ranges: int
     if role not in ROLES:
         raise PlannerError(f"{where}.role must be prefill, decode, both or idle, got "
                            f"{role!r}")
-    gpu = _as_gpu(_field(isl, "gpu", where), known, f"{where}.gpu")
+    gpu = as_gpu(_field(isl, "gpu", where), known, f"{where}.gpu")
     size = _field(isl, "size", where)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise PlannerError(f"{where}.size must be an integer >= 1, got {size!r}")
@@ -297,4 +350,5 @@ def plan_calibration(plan: Mapping[str, Any]) -> Calibration:
         raise PlannerError(f"plan.request.engine: {err}") from None
 
 
-__all__ = ["ROLES", "DeployedIsland", "Deployment", "parse_config", "plan_calibration"]
+__all__ = ["ROLES", "DeployedIsland", "Deployment", "as_gpu", "as_model", "parse_config",
+           "plan_calibration"]

@@ -32,13 +32,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from planner.core.defaults import SLO_ATTAINMENT
+from planner.run.deployment import Deployment
+from planner.sim.cluster import cluster_from_deployment
 from planner.sim.metrics import request_columns
-from planner.sim.run import SimSettings, run_plan
+from planner.sim.protocol import SimCluster
+from planner.sim.run import SimSettings, plan_network, run_plan
 
 TOLERANCE = 0.05
 #: What one seeded run must show for the promise to hold on runs the loop never saw:
@@ -134,14 +137,16 @@ SATURATED = 0.97
 
 
 def simulate_at(plan: Mapping[str, Any], rate: float, seed: int, *,
-                warmup_s: float = WARMUP_S, measure_s: float = MEASURE_S) -> Check:
-    """One seeded simulation of ``plan`` at ``rate`` requests/s (see :class:`Check`)."""
+                warmup_s: float = WARMUP_S, measure_s: float = MEASURE_S,
+                cluster: SimCluster | None = None) -> Check:
+    """One seeded simulation of ``plan`` at ``rate`` requests/s (see :class:`Check`);
+    ``cluster``: the plan's islands, already built (default: from the plan dict)."""
 
     n = _requests_for(rate, warmup_s + measure_s)
     warm = warmup_s / (warmup_s + measure_s)
     settings = SimSettings(router="range", rate=f"{rate:.6g}", requests=n, seed=seed,
                            warmup_fraction=warm)
-    run = run_plan(plan, settings)
+    run = run_plan(plan, settings, cluster=cluster)
     m = run.metrics
     c = request_columns(run.result)
     meas = c["arrival"] >= run.result.warmup_s
@@ -194,16 +199,41 @@ def measured_factors(plan: Mapping[str, Any], check: Check) -> dict[str, float]:
     return {k: float(np.mean(v)) for k, v in acc.items()}
 
 
-def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]], Mapping],
+class Solved(Protocol):
+    """A solved plan as the planner holds it (planner.plan.Plan): its typed deployment,
+    which the loop simulates, and its plan.json dict, which the loop corrects."""
+
+    @property
+    def deployment(self) -> Deployment: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+Candidate = Mapping[str, Any] | Solved
+
+
+def _split(plan: Candidate) -> tuple[Mapping[str, Any], SimCluster | None]:
+    """(plan dict, cluster): a solved plan's cluster is built from its typed deployment,
+    in the planner's process, without reading the dict back; a dict's from the dict."""
+    if isinstance(plan, Mapping):
+        return plan, None
+    d = plan.to_dict()
+    return d, cluster_from_deployment(plan.deployment, network=plan_network(d))
+
+
+def close_loop(plan_in: Candidate, resolve: Callable[[dict[str, float]], Candidate],
                *, seed: int = 0, progress: Callable[[str], None] | None = None
                ) -> tuple[Mapping[str, Any], LoopResult]:
-    """Check, correct and SLO-bound ``plan_dict`` (module docstring).
+    """Check, correct and SLO-bound ``plan_in`` (module docstring): a plan dict, or a
+    solved plan whose typed deployment is simulated directly.
 
     ``resolve(factors)`` re-solves the plan's layout with the capacity of the islands of
     every :func:`island_key` scaled by ``factors[key]`` (cumulative; 1 where absent) and
-    returns the new plan dict.  Returns the final plan dict and the loop's record.
+    returns the new plan (dict or solved).  Returns the final plan dict and the loop's
+    record.
     """
     say = progress or (lambda _msg: None)
+    plan_dict, cluster = _split(plan_in)
     analytic = float(plan_dict["summary"]["requests_per_s"])
     checks: list[Check] = []
     factors: dict[str, float] = {}
@@ -214,7 +244,7 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
     stuck = ""
     while capacity > 0:
         say(f"simulating the plan at {capacity:,.1f} requests/s")
-        check = simulate_at(plan, capacity, seed)
+        check = simulate_at(plan, capacity, seed, cluster=cluster)
         checks.append(check)
         if check.sustained >= SUSTAIN_TARGET or rounds >= MAX_ROUNDS:
             break
@@ -230,7 +260,7 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
         say(f"sustained {check.sustained:.0%} of the offered load; {worst} islands "
             f"finish {measured[worst]:.0%} of their planned rate -- correcting "
             f"{len(measured)} island kind(s) and re-solving")
-        plan = resolve(dict(factors))
+        plan, cluster = _split(resolve(dict(factors)))
         capacity = float(plan["summary"]["requests_per_s"])
     if check is None:
         return plan, LoopResult(analytic, 0.0, 0.0, math.nan, math.nan, 0, "analytic",
@@ -245,7 +275,7 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
                 f"{check.sustained:.0%} of the analytic capacity"
                 + (f" ({stuck})" if stuck else "") + "; the headline is the simulated rate")
     # SLO: SLO_ATTAINMENT of requests within TTFT and TPOT at 90 % of the headline
-    at90 = simulate_at(plan, 0.9 * headline, seed)
+    at90 = simulate_at(plan, 0.9 * headline, seed, cluster=cluster)
     checks.append(at90)
     attain = at90.attainment
     if attain < ATTAIN_TARGET:
@@ -254,7 +284,7 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
         lo, hi, best = 0.0, headline, None
         for _ in range(7):  # to 1/128 of the rate
             mid = 0.5 * (lo + hi)
-            c = simulate_at(plan, 0.9 * mid, seed)
+            c = simulate_at(plan, 0.9 * mid, seed, cluster=cluster)
             checks.append(c)
             if c.attainment >= ATTAIN_TARGET:
                 lo, best = mid, c
@@ -269,7 +299,7 @@ def close_loop(plan_dict: Mapping[str, Any], resolve: Callable[[dict[str, float]
             headline, bound = 0.0, "slo"
             note += "; no load meets the SLO in simulation"
     if final is None and headline > 0:
-        final = simulate_at(plan, headline, seed)  # the promise, measured
+        final = simulate_at(plan, headline, seed, cluster=cluster)  # the promise, measured
         checks.append(final)
     simulated = final.completed_rps if final is not None else 0.0
     sustained = final.sustained if final is not None else math.nan

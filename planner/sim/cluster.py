@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
-from perfmodel.hardware import GPU, get_gpu
-from perfmodel.models import ModelSpec, get_model
+from perfmodel.hardware import GPU
+from perfmodel.models import ModelSpec
 from perfmodel.timing import IslandTiming
 from planner.core.errors import PlannerError
 from planner.fleet.network import DEFAULT_NETWORK, Location, NetworkSpec
-from planner.run.deployment import Deployment, plan_calibration
+from planner.run.deployment import Deployment, as_gpu, as_model, plan_calibration
 from planner.run.deployment import parse_config as parse_parallel
 from planner.sim.protocol import ROLES, SimCluster, SimIsland
 
@@ -155,30 +155,6 @@ def _tables(gpu: GPU, size: int, tp: int, dp: int, ep: int, model: ModelSpec, ba
     return pre, coeffs, timing.kv_capacity_tokens, float(timing.kv_bytes_per_token_per_gpu)
 
 
-def _as_gpu(gpu: str | GPU, gpus: Mapping[str, GPU] | None, where: str) -> GPU:
-    if isinstance(gpu, GPU):
-        return gpu
-    if not isinstance(gpu, str) or not gpu:
-        raise PlannerError(f"{where}: GPU type must be a name, got {gpu!r}")
-    if gpus and gpu in gpus:
-        return gpus[gpu]
-    try:
-        return get_gpu(gpu)
-    except PlannerError as err:
-        raise PlannerError(f"{where}: {err}") from None
-
-
-def _as_model(model: str | ModelSpec, where: str) -> ModelSpec:
-    if isinstance(model, ModelSpec):
-        return model
-    if not isinstance(model, str) or not model:
-        raise PlannerError(f"{where}: model must be a name, got {model!r}")
-    try:
-        return get_model(model)
-    except PlannerError as err:
-        raise PlannerError(f"{where}: {err}") from None
-
-
 def make_island(index: int, name: str, gpu: str | GPU, size: int, role: str, tp: int,
                 dp: int, ep: int, model: str | ModelSpec, *, batch: int | None = None,
                 location: Location | None = None, calib: Calibration = DEFAULT_CALIBRATION,
@@ -193,8 +169,8 @@ def make_island(index: int, name: str, gpu: str | GPU, size: int, role: str, tp:
     ``time_scale`` multiplies every prefill and step time (the raw perf model at 1.0).
     """
     where = f"island {name!r}"
-    g = _as_gpu(gpu, gpus, where)
-    m = _as_model(model, where)
+    g = as_gpu(gpu, gpus or {}, where)
+    m = as_model(model, where)
     if role not in ROLES:
         raise PlannerError(f"{where}: role must be one of {', '.join(ROLES)}, got {role!r}")
     for field_name, v in (("size", size), ("tp", tp), ("dp", dp), ("ep", ep)):

@@ -74,3 +74,16 @@ def test_a_bad_island_field_is_named(plan_dict, field, value, words):
     with pytest.raises(PlannerError) as err:
         Deployment.from_plan(bad)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_plan_json_is_the_deployments_serialisation():
+    """The planner hands the simulator its typed deployment (Plan.deployment); reading
+    plan.json back gives the same deployment, field by field."""
+    req = PlanRequest(INV, budget=80.0, ranges=8, search="exact", compare_homogeneous=False,
+                      compare_exact=False)
+    plan = make_plan(req)
+    typed, read = plan.deployment, Deployment.from_plan(plan.to_dict())
+    assert typed.islands == read.islands and typed.idle == read.idle
+    assert np.array_equal(typed.range_edges, read.range_edges)
+    assert (typed.model.name, typed.engine, typed.workload, dict(typed.gpus_per_node)) == (
+        read.model.name, read.engine, read.workload, dict(read.gpus_per_node))
