@@ -308,7 +308,7 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
     server_gpus = _server_table(plan, source)
     for isl in dep.islands:
         where = f"islands[{isl.index}]"
-        cfg = isl.parallel
+        cfg = isl.layout
         try:
             validate_config(cfg, isl.size, model)
         except PlannerError as err:

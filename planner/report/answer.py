@@ -153,11 +153,11 @@ def island_groups(plan: Mapping[str, Any]) -> Table:
     rows = []
     for members in island_kinds(plan):
         first = members[0]
-        gpu, size, role = str(first["gpu"]), int(first["size"]), str(first["role"])
-        config, batch = str(first.get("config")), str(first.get("batch"))
+        gpu, size, role = first.gpu.name, first.size, first.role
+        config, batch = first.config, str(first.batch)
         idle = role == "idle"
-        rate = sum(num(i.get("requests_per_s")) for i in members)
-        lat = [num(i.get("ttft_ms" if role != "decode" else "tpot_ms")) for i in members]
+        rate = sum(num(i.requests_per_s) for i in members)
+        lat = [num(i.ttft_ms if role != "decode" else i.tpot_ms) for i in members]
         lat = [x for x in lat if math.isfinite(x)]
         latency = DASH if not lat else \
             f"{'TTFT' if role != 'decode' else 'TPOT'} {fmt(max(lat))} ms"

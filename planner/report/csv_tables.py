@@ -23,7 +23,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from planner.report.facts import arr, layout_label, num, prices, served_span
+import numpy as np
+
+from planner.report.facts import arr, deployment, layout_label, num, prices, served_span
 
 TABLES = ("islands.csv", "ranges.csv", "per_length.csv", "history.csv", "baselines.csv")
 
@@ -48,11 +50,11 @@ def _csv(header: list[str], rows: Iterable[Iterable[Any]]) -> str:
 def islands_csv(plan: Mapping[str, Any]) -> str:
     p = prices(plan)
     rows = []
-    for k, isl in enumerate(plan["islands"]):
-        price = p.get(str(isl["gpu"]), math.nan)
+    for isl in deployment(plan).every:
+        price = p.get(isl.gpu.name, math.nan)
         span = served_span(isl, plan) or (None, None, 0, True)
-        rows.append([k, isl["gpu"], isl["size"], isl["role"], isl["config"], isl["batch"],
-                     price * num(isl["size"]), *span[:3]])
+        rows.append([isl.index, isl.gpu.name, isl.size, isl.role, isl.config, isl.batch,
+                     price * isl.size, *span[:3]])
     return _csv(["island", "gpu", "size", "role", "config", "batch", "cost_per_hour",
                  "shortest_input", "longest_input", "ranges_served"], rows)
 
@@ -61,7 +63,7 @@ def ranges_csv(plan: Mapping[str, Any]) -> str:
     r, pr = plan["ranges"], plan["per_range"]
     rate = num(plan["summary"]["requests_per_s"])
     prob = arr(r["prob"])
-    shares = [arr(isl["shares"]) for isl in plan["islands"]]
+    shares = [np.asarray(isl.shares, float) for isl in deployment(plan).every]
     header = ["range", "start", "end", "mid", "prob", "prefill_rps", "decode_rps",
               "demand_rps"] + [f"share_i{k}" for k in range(len(shares))]
     rows = ([j, r["start"][j], r["end"][j], r["mid"][j], r["prob"][j],

@@ -20,6 +20,7 @@ from perfmodel.launch import engine_slots
 from perfmodel.parallel import ParallelConfig
 from planner.core.errors import PlannerError
 from planner.outer.protocol import parse_layout_text
+from planner.run.deployment import DeployedIsland, Deployment
 
 DASH = "—"
 
@@ -97,16 +98,32 @@ def layout_label(layout: Any, empty: str = DASH) -> str:
                      for t, gs in sizes.items())
 
 
-def island_name(i: int, isl: Mapping[str, Any]) -> str:
-    return f"#{i} {isl['gpu']}×{isl['size']}"
+_DEPLOYMENTS: dict[int, tuple[Mapping[str, Any], Deployment]] = {}
+
+
+def deployment(plan: Mapping[str, Any]) -> Deployment:
+    """The plan's typed deployment (planner.run.deployment): the islands every island
+    table, plot and CSV of the report reads, read from the plan dict once per dict."""
+    hit = _DEPLOYMENTS.get(id(plan))
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    dep = Deployment.from_plan(plan, serving=False)
+    if len(_DEPLOYMENTS) >= 8:
+        _DEPLOYMENTS.clear()
+    _DEPLOYMENTS[id(plan)] = (plan, dep)  # holding the dict keeps its id unique
+    return dep
+
+
+def island_name(i: int, isl: DeployedIsland) -> str:
+    return f"#{i} {isl.gpu.name}×{isl.size}"
 
 
 def gpu_types(plan: Mapping[str, Any]) -> list[str]:
     """GPU types in inventory order, then any the plan uses that the inventory omits."""
     out = [str(g["type"]) for g in plan["request"]["inventory"]["gpus"] if "type" in g]
-    for isl in plan["islands"]:
-        if str(isl["gpu"]) not in out:
-            out.append(str(isl["gpu"]))
+    for isl in deployment(plan).every:
+        if isl.gpu.name not in out:
+            out.append(isl.gpu.name)
     return out
 
 
@@ -120,19 +137,19 @@ def target_mode(plan: Mapping[str, Any]) -> bool:
     return plan["request"].get("target_rps") is not None
 
 
-def served_span(isl: Mapping[str, Any], plan: Mapping[str, Any], tol: float = 1e-6
+def served_span(isl: DeployedIsland, plan: Mapping[str, Any], tol: float = 1e-6
                 ) -> tuple[float, float, int, bool] | None:
     """(shortest input, longest input, ranges used, contiguous?) of the ranges an island
     spends time on; ``None`` if it is idle."""
-    used = np.flatnonzero(arr(isl["shares"]) > tol)
-    if isl["role"] == "idle" or used.size == 0:
+    used = np.flatnonzero(np.asarray(isl.shares, float) > tol)
+    if isl.role == "idle" or used.size == 0:
         return None
     start, end = arr(plan["ranges"]["start"]), arr(plan["ranges"]["end"])
     return (float(start[used].min()), float(end[used].max()), int(used.size),
             bool(used.size == used.max() - used.min() + 1))
 
 
-def ranges_served(isl: Mapping[str, Any], plan: Mapping[str, Any], empty: str = DASH
+def ranges_served(isl: DeployedIsland, plan: Mapping[str, Any], empty: str = DASH
                   ) -> str:
     """Input lengths of the ranges an island spends time on, as ``start–end``."""
     span = served_span(isl, plan)
@@ -261,13 +278,12 @@ def search_quality(plan: Mapping[str, Any]) -> str:
     return f"{head}: {optimum_sentence(plan)}"
 
 
-def island_kinds(plan: Mapping[str, Any]) -> list[list[Mapping[str, Any]]]:
+def island_kinds(plan: Mapping[str, Any]) -> list[list[DeployedIsland]]:
     """The plan's islands grouped by kind -- same GPU, size, role, parallelism and batch
     -- in the order each kind first appears."""
-    kinds: dict[tuple, list[Mapping[str, Any]]] = {}
-    for isl in plan["islands"]:
-        key = (str(isl["gpu"]), int(isl["size"]), str(isl["role"]), str(isl.get("config")),
-               str(isl.get("batch")))
+    kinds: dict[tuple, list[DeployedIsland]] = {}
+    for isl in deployment(plan).every:
+        key = (isl.gpu.name, isl.size, isl.role, isl.config, isl.batch)
         kinds.setdefault(key, []).append(isl)
     return list(kinds.values())
 
@@ -286,6 +302,6 @@ def engine_sentence(req: Mapping[str, Any]) -> str:
 
 def role_counts(plan: Mapping[str, Any]) -> dict[str, int]:
     out = {"prefill": 0, "decode": 0, "idle": 0}
-    for isl in plan["islands"]:
-        out[isl["role"]] = out.get(isl["role"], 0) + 1
+    for isl in deployment(plan).every:
+        out[isl.role] = out.get(isl.role, 0) + 1
     return out

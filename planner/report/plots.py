@@ -32,6 +32,7 @@ from matplotlib.patches import Patch
 
 from planner.report.facts import (
     arr,
+    deployment,
     fmt,
     gpu_types,
     island_kinds,
@@ -41,6 +42,7 @@ from planner.report.facts import (
     num,
     target_mode,
 )
+from planner.run.deployment import DeployedIsland
 
 Plan = Mapping[str, Any]
 
@@ -124,12 +126,11 @@ def convergence_figure(plan: Plan) -> Figure:
 
 # --- island layout ----------------------------------------------------------------------
 
-def island_groups(plan: Plan) -> list[tuple[Mapping[str, Any], int]]:
+def island_groups(plan: Plan) -> list[tuple[DeployedIsland, int]]:
     """Identical islands (GPU, size, role, parallelism, batch) as (first island, count),
     prefill first, then colocated, decode, idle; inside a role, larger groups first."""
     out = [(members[0], len(members)) for members in island_kinds(plan)]
-    return sorted(out, key=lambda g: (_ROLE_ORDER.index(g[0]["role"]),
-                                      -g[1] * int(g[0]["size"])))
+    return sorted(out, key=lambda g: (_ROLE_ORDER.index(g[0].role), -g[1] * g[0].size))
 
 
 def layout_figure(plan: Plan) -> Figure:
@@ -141,29 +142,29 @@ def layout_figure(plan: Plan) -> Figure:
     n = max(1, len(groups))
     fig = _figure(11, min(12.0, 1.5 + 0.45 * n))
     ax = fig.subplots()
-    total = sum(int(isl["size"]) * k for isl, k in groups)
+    total = sum(isl.size * k for isl, k in groups)
     count = sum(k for _isl, k in groups)
     fig.suptitle(f"Island layout: {total} GPUs in {count} islands ({len(groups)} kinds), "
                  f"{money(plan['summary']['cost_per_hour'])}")
     if not groups:
         ax.text(0.5, 0.5, "no islands", ha="center", va="center", transform=ax.transAxes)
         return fig
-    gpus = np.array([int(isl["size"]) * k for isl, k in groups], dtype=float)
+    gpus = np.array([isl.size * k for isl, k in groups], dtype=float)
     y = np.arange(len(groups))[::-1]  # first group on top
     for yk, (isl, _k), width in zip(y, groups, gpus, strict=True):
-        face = to_rgba(colors[str(isl["gpu"])], 0.35 if isl["role"] == "idle" else 0.85)
-        ax.barh(yk, width, color=face, hatch=_HATCH[isl["role"]], edgecolor="black",
+        face = to_rgba(colors[isl.gpu.name], 0.35 if isl.role == "idle" else 0.85)
+        ax.barh(yk, width, color=face, hatch=_HATCH[isl.role], edgecolor="black",
                 linewidth=0.8)
-        what = (f"{isl['role']} · {isl['config']} · batch {isl['batch']}"
-                if isl["role"] != "idle" else "idle")
+        what = (f"{isl.role} · {isl.config} · batch {isl.batch}"
+                if isl.role != "idle" else "idle")
         ax.text(width + gpus.max() * 0.01, yk, what, va="center", fontsize=8)
-    ax.set_yticks(y, [f"{k} × {isl['size']} {isl['gpu']}" for isl, k in groups],
+    ax.set_yticks(y, [f"{k} × {isl.size} {isl.gpu.name}" for isl, k in groups],
                   fontsize=9 if len(groups) <= 30 else 7)
     ax.set_xlim(0, gpus.max() * 1.45)
     ax.set_xlabel("GPUs (all islands of the group)")
     ax.grid(axis="x", alpha=0.3)
-    used = [t for t in colors if any(str(isl["gpu"]) == t for isl, _k in groups)]
-    roles = [r for r in _ROLE_ORDER if any(isl["role"] == r for isl, _k in groups)]
+    used = [t for t in colors if any(isl.gpu.name == t for isl, _k in groups)]
+    roles = [r for r in _ROLE_ORDER if any(isl.role == r for isl, _k in groups)]
     handles = ([Patch(facecolor=colors[t], edgecolor="black", label=t) for t in used]
                + [Patch(facecolor="white", edgecolor="black", hatch=_HATCH[r], label=r)
                   for r in roles])
@@ -182,11 +183,11 @@ def _range_ticks(ax, plan: Plan) -> None:  # noqa: ANN001
 
 
 def assignment_figure(plan: Plan) -> Figure:
-    islands = plan["islands"]
+    islands = deployment(plan).every
     J = len(plan["ranges"]["prob"])
     # colocated ("both") islands take requests at arrival, beside the prefill islands
     rows = {ph: [i for i, isl in enumerate(islands)
-                 if isl["role"] == ph or (ph == "prefill" and isl["role"] == "both")]
+                 if isl.role == ph or (ph == "prefill" and isl.role == "both")]
             for ph in ("prefill", "decode")}
     heights = [1.4] + [max(1, len(rows[ph])) * 0.36 + 0.6 for ph in rows]
     fig = _figure(11, min(16.0, sum(heights) + 1.4))
@@ -196,14 +197,15 @@ def assignment_figure(plan: Plan) -> Figure:
     axes[0].bar(np.arange(J), prob, width=0.9, color="0.45")
     axes[0].set_ylabel("p_j", rotation=0, labelpad=14)
     axes[0].set_title("workload probability of each range", fontsize=9, loc="left")
-    shares = {ph: np.array([arr(islands[i]["shares"]) for i in rows[ph]]).reshape(-1, J)
+    shares = {ph: np.array([np.asarray(islands[i].shares, float) for i in rows[ph]]
+                           ).reshape(-1, J)
               for ph in rows}
     vmax = max([1e-9] + [float(np.nanmax(m)) for m in shares.values() if m.size])
     image = None
     for ax, ph in zip(axes[1:], rows, strict=True):
         m = shares[ph]
         ax.set_title("prefill and colocated islands" if ph == "prefill" and any(
-            islands[i]["role"] == "both" for i in rows[ph]) else f"{ph} islands",
+            islands[i].role == "both" for i in rows[ph]) else f"{ph} islands",
             fontsize=9, loc="left")
         if not m.size:
             ax.text(0.5, 0.5, f"no {ph} islands", ha="center", va="center",

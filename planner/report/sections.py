@@ -13,6 +13,7 @@ from typing import Any
 
 from planner.report.facts import (
     DASH,
+    deployment,
     fmt,
     gpu_lines,
     layout_label,
@@ -54,21 +55,20 @@ def islands_table(plan: Mapping[str, Any]) -> Table:
     (prefill islands: the pass that gives the first token; decode: time per token)."""
     p = prices(plan)
     rows = []
-    for k, isl in enumerate(plan["islands"]):
-        idle = isl["role"] == "idle"
+    for isl in deployment(plan).every:
+        idle = isl.role == "idle"
         latency = DASH
-        if isl.get("ttft_ms") is not None:
-            latency = f"TTFT {fmt(isl['ttft_ms'])} ms"
-        elif isl.get("tpot_ms") is not None:
-            latency = f"TPOT {fmt(isl['tpot_ms'])} ms"
-        where = isl.get("servers")
-        rows.append([str(k), str(isl["gpu"]), str(isl["size"]),
-                     DASH if not where else ", ".join(str(x) for x in where),
-                     str(isl["role"]),
-                     DASH if idle else parallel_text(isl["config"], plan),
-                     DASH if idle else str(isl["batch"]),
-                     fmt(isl.get("requests_per_s")), latency,
-                     money(p.get(str(isl["gpu"]), math.nan) * num(isl["size"])),
+        if isl.ttft_ms is not None:
+            latency = f"TTFT {fmt(isl.ttft_ms)} ms"
+        elif isl.tpot_ms is not None:
+            latency = f"TPOT {fmt(isl.tpot_ms)} ms"
+        rows.append([str(isl.index), isl.gpu.name, str(isl.size),
+                     DASH if not isl.servers else ", ".join(str(x) for x in isl.servers),
+                     isl.role,
+                     DASH if idle else parallel_text(isl.config, plan),
+                     DASH if idle else str(isl.batch),
+                     fmt(isl.requests_per_s), latency,
+                     money(p.get(isl.gpu.name, math.nan) * isl.size),
                      ranges_served(isl, plan)])
     return (["#", "GPU", "GPUs", "servers", "role", "parallelism (tp-dp-ep)", "batch",
              "requests/s",
@@ -78,16 +78,16 @@ def islands_table(plan: Mapping[str, Any]) -> Table:
 def placement_table(plan: Mapping[str, Any]) -> Table | None:
     """Server -> the islands on it (server granularity; None otherwise): what a
     deployment engineer racks and launches, one GPU type per server."""
-    servers = plan.get("servers")
-    if not servers:
+    dep = deployment(plan)
+    if not dep.servers:
         return None
+    every = {isl.index: isl for isl in dep.every}
     rows = []
-    for srv in servers:
-        islands = ", ".join(f"#{i} ({plan['islands'][i]['role']}, "
-                            f"{plan['islands'][i]['size']} GPUs)" for i in srv["islands"])
-        kind = f"{srv['gpus']} × {srv['gpu']}" + (" (partial server)" if srv.get("partial")
-                                                  else "")
-        rows.append([str(srv["index"]), kind, str(srv["gpus_used"]), islands])
+    for srv in dep.servers:
+        islands = ", ".join(f"#{i} ({every[i].role}, {every[i].size} GPUs)"
+                            for i in srv.islands)
+        kind = f"{srv.gpus} × {srv.gpu}" + (" (partial server)" if srv.partial else "")
+        rows.append([str(srv.index), kind, str(srv.used), islands])
     return ["server", "GPUs", "used", "islands on it"], rows
 
 
@@ -157,7 +157,7 @@ def network_table(plan: Mapping[str, Any]) -> Table | None:
 def baselines_table(plan: Mapping[str, Any]) -> Table:
     s = plan["summary"]
     mine = num(s["requests_per_s"])
-    paid = [[isl["gpu"], isl["size"]] for isl in plan["islands"] if isl["role"] != "idle"]
+    paid = [[isl.gpu.name, isl.size] for isl in deployment(plan).islands]
     rows = [["this plan", layout_label(paid), fmt(mine),
              money(s["cost_per_hour"]), str(s.get("status") or DASH), "1"]]
     b = plan["baselines"]

@@ -32,6 +32,8 @@ from perfmodel.models import ModelSpec, get_model
 from perfmodel.parallel import ParallelConfig
 from planner.core.errors import PlannerError
 from planner.fleet.network import Location
+from planner.fleet.servers import Server
+from planner.inner.registry import needs_context
 
 #: The roles of a serving island.
 ROLES = ("prefill", "decode", "both")
@@ -39,31 +41,46 @@ ROLES = ("prefill", "decode", "both")
 
 @dataclass(frozen=True)
 class DeployedIsland:
-    """One serving island of a deployment."""
+    """One island of a deployment and what it serves at the plan's capacity.
+
+    ``parallel`` is None for an idle island and for a pipeline plan's island, whose
+    ``config`` describes its chain of blocks instead of a (tp, dp, ep) layout."""
 
     index: int  # position in plan.json's islands (idle ones included)
     gpu: GPU
     size: int
-    role: str  # prefill | decode | both
-    parallel: ParallelConfig
+    role: str  # prefill | decode | both | idle
+    parallel: ParallelConfig | None
     batch: int  # decode: sequences per attention group; prefill: prompts per pass
     shares: tuple[float, ...]  # share of the island's time per range
     range_rps: tuple[float, ...] | None = None  # requests/s it serves per range
     token_budget: int = 0  # prefill tokens per pass (0: the engine's)
     location: Location | None = None
     servers: tuple[int, ...] = ()  # server indices (server granularity)
+    config: str = ""  # the plan's label of its layout ("tp1-dp16-ep16")
+    requests_per_s: float | None = None  # what it serves at the plan's capacity
+    ttft_ms: float | None = None  # flow-weighted, planned (prefill and colocated)
+    tpot_ms: float | None = None  # flow-weighted, planned (decode and colocated)
+
+    @property
+    def layout(self) -> ParallelConfig:
+        """The (tp, dp, ep) layout; ``PlannerError`` for an island without one."""
+        if self.parallel is None:
+            raise PlannerError(f"island {self.index} ({self.role}, {self.config!r}) has no "
+                               "(tp, dp, ep) layout")
+        return self.parallel
 
     @property
     def tp(self) -> int:
-        return self.parallel.tp
+        return self.layout.tp
 
     @property
     def dp(self) -> int:
-        return self.parallel.dp
+        return self.layout.dp
 
     @property
     def ep(self) -> int:
-        return self.parallel.ep
+        return self.layout.ep
 
 
 @dataclass(frozen=True)
@@ -74,15 +91,30 @@ class Deployment:
     calibration: Calibration  # the engine whose kernels and behaviour priced the plan
     workload: str
     islands: tuple[DeployedIsland, ...]  # serving islands, plan order
-    idle: tuple[int, ...] = ()  # plan indices of idle islands (bought by no plan)
+    #: islands that serve nothing (a plan repairs them away; older files may list them)
+    idle_islands: tuple[DeployedIsland, ...] = ()
     #: ``[start_0, ..., start_{J-1}, end_{J-1}]``: range j is ``[start_j, start_{j+1})``
     range_edges: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: GPUs per server of each type (server granularity; empty for older plans)
     gpus_per_node: Mapping[str, int] = field(default_factory=dict)
+    #: the servers the islands use, one GPU type each (server granularity)
+    servers: tuple[Server, ...] = ()
+    #: islands describe chains of blocks (``--inner seed000|seed001``), not layouts
+    pipeline: bool = False
 
     @property
     def engine(self) -> str:
         return self.calibration.engine
+
+    @property
+    def idle(self) -> tuple[int, ...]:
+        """Plan indices of the idle islands."""
+        return tuple(i.index for i in self.idle_islands)
+
+    @property
+    def every(self) -> tuple[DeployedIsland, ...]:
+        """Every island, serving or idle, in plan order."""
+        return tuple(sorted(self.islands + self.idle_islands, key=lambda i: i.index))
 
     @property
     def locations(self) -> list[Location] | None:
@@ -113,11 +145,14 @@ class Deployment:
         :class:`planner.context.operating.OperatingPoint`): what the planner hands the
         simulator in its own process, and what :mod:`planner.run.plan_json` writes
         (``Deployment.from_plan(plan.to_dict())`` reads the same deployment back)."""
-        islands, idle = [], []
+        islands: list[DeployedIsland] = []
+        idle: list[DeployedIsland] = []
         op = operating
         for i, a in enumerate(result.islands):
+            shares = tuple(float(x) for x in a.shares)
             if a.role == "idle":
-                idle.append(i)
+                idle.append(DeployedIsland(i, gpus[a.gpu], int(a.size), "idle", None,
+                                           int(a.batch), shares, config=str(a.config)))
                 continue
             point = op.islands[i] if op is not None else None
             flows = (tuple(round(float(x), 9) for x in op.range_flows[i])
@@ -126,21 +161,24 @@ class Deployment:
             on = tuple(op.island_servers[i]) if op is not None and op.island_servers else ()
             islands.append(DeployedIsland(
                 i, gpus[a.gpu], int(a.size), a.role, ParallelConfig.from_label(a.config),
-                max(int(a.batch), 1), tuple(float(x) for x in a.shares), flows,
-                int(point.token_budget) if point is not None else 0, loc, on))
+                max(int(a.batch), 1), shares, flows,
+                int(point.token_budget) if point is not None else 0, loc, on, str(a.config),
+                *(_finite(getattr(point, k, None)) for k in
+                  ("requests_per_s", "ttft_ms", "tpot_ms"))))
         if not islands:
             raise PlannerError("the plan has no serving island")
         start = np.asarray(result.range_start, float)
         edges = (np.concatenate([start, np.asarray(result.range_end, float)[-1:]])
                  if len(start) else np.zeros(0))
         edges.setflags(write=False)
+        servers = tuple(op.servers) if op is not None else ()
         return cls(model, calibration, workload, tuple(islands), tuple(idle), edges,
-                   dict(gpus_per_node or {}))
+                   dict(gpus_per_node or {}), servers)
 
     @classmethod
     def from_plan(cls, plan: Mapping[str, Any], *, model: str | ModelSpec | None = None,
-                  gpus: Mapping[str, GPU] | None = None, calib: Calibration | None = None
-                  ) -> Deployment:
+                  gpus: Mapping[str, GPU] | None = None, calib: Calibration | None = None,
+                  serving: bool = True) -> Deployment:
         """The deployment a plan.json dict describes (docs/plan-schema.md).
 
         GPU types come from ``gpus`` (e.g. the inventory's, with datasheet GPUs), the
@@ -186,24 +224,30 @@ class Deployment:
             if node < g.gpus_per_domain:
                 known[name] = replace(g, gpus_per_domain=node)
         raw = _field(plan, "islands", "plan")
-        if not isinstance(raw, list) or not raw:
+        if not isinstance(raw, list) or (serving and not raw):
             raise PlannerError("plan.islands must be a non-empty list")
-        first = raw[0] if isinstance(raw[0], Mapping) else {}
-        n_ranges = len(first.get("shares") or [])
-        edges = _range_edges(plan, n_ranges) if "ranges" in plan or n_ranges \
-            else np.zeros(0)
-        islands, idle = [], []
+        first = raw[0] if raw and isinstance(raw[0], Mapping) else {}
+        n_ranges = len(first.get("shares") or []) if raw else \
+            len((plan.get("ranges") or {}).get("start") or [])
+        try:
+            edges = _range_edges(plan, n_ranges) if "ranges" in plan or n_ranges \
+                else np.zeros(0)
+        except PlannerError:
+            if serving:
+                raise
+            edges = np.zeros(0)  # a report reads the plan's ranges itself
+        pipeline = isinstance(request, Mapping) and needs_context(str(request.get("inner")))
+        islands: list[DeployedIsland] = []
+        idle: list[DeployedIsland] = []
         for i, isl in enumerate(raw):
-            island = _island(isl, i, known, n_ranges)
-            if island is None:
-                idle.append(i)
-            else:
-                islands.append(island)
-        if not islands:
+            island = _island(isl, i, known, n_ranges, pipeline)
+            (idle if island.role == "idle" else islands).append(island)
+        if serving and not islands:
             raise PlannerError("plan.islands: every island is idle")
         label = str(request.get("workload", "")) if isinstance(request, Mapping) else ""
         edges.setflags(write=False)
-        return cls(spec, calib, label, tuple(islands), tuple(idle), edges, nodes)
+        return cls(spec, calib, label, tuple(islands), tuple(idle), edges, nodes,
+                   _servers(plan.get("servers")), pipeline)
 
 
 def _field(d: Mapping[str, Any], key: str, where: str) -> Any:
@@ -264,21 +308,25 @@ def _numbers(values: Any, n: int, where: str) -> tuple[float, ...]:
     return out
 
 
-def _island(isl: Any, i: int, known: Mapping[str, GPU], n_ranges: int
-            ) -> DeployedIsland | None:
-    """One plan.json island, checked; None for an idle one."""
+def _island(isl: Any, i: int, known: Mapping[str, GPU], n_ranges: int, pipeline: bool
+            ) -> DeployedIsland:
+    """One plan.json island, checked (an idle one only for what it is)."""
     where = f"plan.islands[{i}]"
     role = _field(isl, "role", where)
-    if role == "idle":
-        return None
-    if role not in ROLES:
+    if role not in (*ROLES, "idle"):
         raise PlannerError(f"{where}.role must be prefill, decode, both or idle, got "
                            f"{role!r}")
     gpu = as_gpu(_field(isl, "gpu", where), known, f"{where}.gpu")
     size = _field(isl, "size", where)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise PlannerError(f"{where}.size must be an integer >= 1, got {size!r}")
-    cfg = parse_config(_field(isl, "config", where), size, f"{where}.config")
+    if role == "idle":
+        shares = isl.get("shares") or [0.0] * n_ranges
+        return DeployedIsland(i, gpu, size, "idle", None, 0,
+                              tuple(float(x or 0.0) for x in shares),
+                              config=str(isl.get("config") or ""))
+    label = _field(isl, "config", where)
+    cfg = None if pipeline else parse_config(label, size, f"{where}.config")
     batch = isl.get("batch", 1)
     if isinstance(batch, bool) or not isinstance(batch, int | float) or batch < 0 \
             or int(batch) != batch:
@@ -299,7 +347,29 @@ def _island(isl: Any, i: int, known: Mapping[str, GPU], n_ranges: int
         raise PlannerError(f"{where}.servers must be a list of server indices")
     return DeployedIsland(i, gpu, size, role, cfg, max(int(batch), 1), shares, flows,
                           int(budget), _location(isl.get("location"), where),
-                          tuple(int(s) for s in servers))
+                          tuple(int(s) for s in servers), str(label),
+                          *(_finite(isl.get(k)) for k in ("requests_per_s", "ttft_ms",
+                                                          "tpot_ms")))
+
+
+def _finite(x: Any) -> float | None:
+    """A finite float, or None (null, NaN, missing)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def _servers(raw: Any) -> tuple[Server, ...]:
+    """The plan's ``servers`` list (checked by its schema) as :class:`Server` s."""
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for srv in raw:
+        if isinstance(srv, Mapping):
+            out.append(Server(int(srv["index"]), str(srv["gpu"]), int(srv["gpus"]),
+                              tuple(int(i) for i in srv.get("islands") or []),
+                              int(srv["gpus_used"]), bool(srv.get("partial"))))
+    return tuple(out)
 
 
 def _location(loc: Any, where: str) -> Location | None:

@@ -179,7 +179,7 @@ def test_render_report_reproduces_files(run, tmp_path):
 def test_cli_report_redraws_from_the_edited_plan(run_cli, small_run, tmp_path):
     run_dir = _copy(small_run, tmp_path)
     plan = json.loads((run_dir / "plan.json").read_text())
-    plan["request"]["model"] = "qwen3-<edited>"
+    plan["request"]["inventory"]["name"] = "fleet-<edited>"
     plan["islands"][0]["config"] = "tp8-dp4-ep32"
     (run_dir / "plan.json").write_text(json.dumps(plan))
     (run_dir / "report.md").unlink()
@@ -187,9 +187,24 @@ def test_cli_report_redraws_from_the_edited_plan(run_cli, small_run, tmp_path):
     assert rc == 0, err
     assert "Islands" in out and "re-rendered 11 files" in out and "tp8-dp4-ep32" in out
     page = (run_dir / "report.html").read_text()
-    assert "qwen3-&lt;edited&gt;" in page and "qwen3-<edited>" not in page
+    assert "fleet-&lt;edited&gt;" in page and "fleet-<edited>" not in page
     assert "tp8-dp4-ep32" in (run_dir / "islands.csv").read_text()
     assert (run_dir / "report.md").is_file()
+
+
+def test_cli_report_refuses_a_model_it_cannot_read_the_deployment_of(run_cli, small_run,
+                                                                    tmp_path):
+    """The report reads the plan's islands through its typed deployment
+    (planner.run.deployment): a model the perf model does not know is one line naming
+    the field, exit 2, and the folder is left as it was."""
+    run_dir = _copy(small_run, tmp_path)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    plan["request"]["model"] = "qwen3-<edited>"
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    before = (run_dir / "report.html").read_bytes()
+    rc, _, err = run_cli("report", str(run_dir))
+    assert rc == 2 and "request.model" in err and len(err.strip().splitlines()) == 1
+    assert (run_dir / "report.html").read_bytes() == before
 
 
 def test_cli_report_bad_schema_version(run_cli, small_run, tmp_path):
