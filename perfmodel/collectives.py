@@ -77,4 +77,23 @@ def decode_collectives(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int,
     return _totals(items, model)
 
 
-__all__ = ["decode_collectives", "prefill_collectives"]
+def mixed_collectives(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int,
+                      calib: Calibration, batch: float, s: float, d: float,
+                      hit_rate: float = 0.0) -> list[dict[str, Any]]:
+    """The collectives of one mixed pass of an aggregated island (``perfmodel.aggregated``:
+    ``batch`` decoding sequences per attention group and the prefill chunk that rides
+    with them), priced as :func:`perfmodel.aggregated.mixed_pass` prices them."""
+    ks = kernels_for(gpu, calib.engine)
+    k_draft, per_step = mtp_yield(calib, model)
+    n = max(float(s) * (1.0 - hit_rate), 1.0)
+    steps = max(float(d) / per_step, 1.0)
+    budget = calib.profile.prefill_token_budget or np.inf
+    decode_rows = float(batch) * (1 + k_draft)
+    chunk = min(float(batch) * n / steps, max(budget - decode_rows, 0.0))
+    items = layers.collectives(ks, model, decode_rows + chunk, tp, dp, ep,
+                               gpu.gpus_per_domain, "ll", calib.engine,
+                               head_rows=float(batch) + chunk / n)
+    return _totals(items, model)
+
+
+__all__ = ["decode_collectives", "mixed_collectives", "prefill_collectives"]

@@ -26,7 +26,7 @@ from rich.table import Table
 from perfmodel import SLO, WorkloadShape, benchmark_island, get_gpu, get_model
 from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
-from perfmodel.collectives import decode_collectives, prefill_collectives
+from perfmodel.collectives import decode_collectives, mixed_collectives, prefill_collectives
 from perfmodel.decode import decode_components, mtp_yield, step_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from perfmodel.kernels.library import kernels_for
@@ -295,8 +295,11 @@ def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms,
     _slots(row, spec, calib.engine, cfg)
     if as_json:
         print(json.dumps({**header, "aggregated": row,
-                          "breakdown": {"mixed_pass": {"config": cfg.label(),
-                                                       "seconds": pt.breakdown}},
+                          "breakdown": {"mixed_pass": {
+                              "config": cfg.label(), "seconds": pt.breakdown,
+                              "collectives": mixed_collectives(
+                                  gpu, spec, cfg.tp, cfg.dp, cfg.ep, calib, pt.batch, s, d,
+                                  hit_rate)}},
                           "kernel_sources": list(notes)}, indent=2))
         return
     console = results_console()

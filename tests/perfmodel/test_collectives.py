@@ -129,3 +129,19 @@ def test_perf_json_lists_every_collective(run_cli):
         for c in items:
             assert set(c) >= {"name", "bytes_per_gpu", "group", "tier", "seconds"}
             assert c["seconds"] > 0 and c["tier"] == "scale-out" and c["group"] == 17
+
+
+def test_aggregated_json_lists_the_mixed_pass_collectives_it_prices(run_cli):
+    """``planner perf --mode agg --json`` lists the mixed pass's collectives, and their
+    totals are the breakdown's communication entries."""
+    import json
+
+    rc, out, err = run_cli("perf", "--gpu", "H100-SXM", "--gpus", "8", "--model",
+                           "llama-3.1-70b", "--mode", "agg", "--json")
+    assert rc == 0, err
+    mixed = json.loads(out)["breakdown"]["mixed_pass"]
+    listed = {c["name"]: c for c in mixed["collectives"]}
+    assert listed["tp_allreduce"]["group"] == 8 and listed["tp_allreduce"]["tier"] == "node"
+    assert all(c["seconds"] > 0 for c in mixed["collectives"] if c["group"] > 1)
+    assert listed["tp_allreduce"]["total_seconds"] == pytest.approx(
+        mixed["seconds"]["tp_allreduce"], rel=1e-6)
