@@ -20,7 +20,7 @@ import numpy as np
 
 from perfmodel.launch import vendor_violation
 from planner.context.evaluate import LayoutEvaluator, PlanningContext
-from planner.context.feasibility import unmet_slo
+from planner.context.feasibility import served_lengths, unmet_slo
 from planner.context.operating import OperatingPoint, operating_point
 from planner.context.request import PlanRequest
 from planner.core.errors import NoPlanError, PlannerError
@@ -36,7 +36,6 @@ from planner.outer.protocol import (
     LayoutObjective,
     SearchResult,
     SearchSpace,
-    TypeSupply,
     affordable,
     canonical_layout,
     layout_cost,
@@ -195,9 +194,9 @@ def _sizes(req: PlanRequest, name: str, hi: int) -> list[int]:
     """Island sizes of type ``name`` a plan may use, up to ``hi`` GPUs: every size from
     the type's minimum at GPU granularity, whole servers and shares at server
     granularity (planner.fleet.servers)."""
-    e = req.inventory.entry(name)
-    node = e.node if req.granularity == "server" else 0
-    return TypeSupply(name, e.count, e.price_per_hour, e.min_island, node).sizes(hi)
+    supply = {t.name: t for t in SearchSpace.from_inventory(
+        req.inventory, granularity=req.granularity).types}  # the whole inventory
+    return supply[name].sizes(hi) if name in supply else []
 
 
 #: Largest island size :func:`footprint_space` tries (a type that serves nothing below
@@ -311,16 +310,7 @@ def _uncovered(req: PlanRequest, ev: LayoutEvaluator) -> str | None:
     the budget) serves within the SLO, for one phase or the other: a plan must serve
     every length, so none exists (None when every length has some island)."""
     pmf = np.asarray(ev.context.workload.pmf, float)
-    ok = {"prefill": np.zeros(len(pmf), bool), "decode": np.zeros(len(pmf), bool)}
-    for name, sizes in candidate_sizes(req.space()).items():
-        for g in sizes:
-            table = ev.island(name, g)
-            for phase in ok:
-                ok[phase] |= np.asarray(getattr(table, phase).rps)[:len(pmf)] > 0
-            both = ev.colocated_table(name, g) if ev.context.colocated else None
-            if both is not None:
-                for phase in ok:
-                    ok[phase] |= np.asarray(both.rps)[:len(pmf)] > 0
+    ok = served_lengths(ev, candidate_sizes(req.space()))
     for phase, served in ok.items():
         gap = (pmf > 0) & ~served
         if gap.any():

@@ -14,6 +14,8 @@ context) -- so the user sees how far the ceilings are from the hardware.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import numpy as np
 
 from perfmodel.launch import vendor_violation
@@ -66,6 +68,24 @@ def _sizes(ev: LayoutEvaluator, name: str, count: int) -> list[int]:
     return sorted({g for g in probe_sizes(count) if shape.allowed(g)} | ({top} if top else set()))
 
 
+def served_lengths(ev: LayoutEvaluator, sizes: Mapping[str, Iterable[int]]
+                   ) -> dict[str, np.ndarray]:
+    """Per phase ("prefill", "decode"), the input lengths some island of ``sizes``
+    ({GPU type: island sizes}) serves within the context's SLO; a colocated island, where
+    the context offers them, serves both phases."""
+    n = len(ev.context.workload.pmf)
+    ok = {"prefill": np.zeros(n, bool), "decode": np.zeros(n, bool)}
+    for name, options in sizes.items():
+        for g in options:
+            table = ev.island(name, g)
+            both = ev.colocated_table(name, g) if ev.context.colocated else None
+            for phase in ok:
+                ok[phase] |= np.asarray(getattr(table, phase).rps)[:n] > 0
+                if both is not None:
+                    ok[phase] |= np.asarray(both.rps)[:n] > 0
+    return ok
+
+
 def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
     """Why no plan can meet the context's SLO on ``inventory`` (None if some can)."""
     c = ev.context
@@ -74,16 +94,9 @@ def unmet_slo(ev: LayoutEvaluator, inventory: Inventory) -> str | None:
         return None
     pmf = c.workload.pmf
     need = pmf > 0
-    prefill_ok = np.zeros(len(pmf), bool)
-    decode_ok = np.zeros(len(pmf), bool)
-    for e in inventory.entries:
-        if e.count < 1:
-            continue
-        for g in _sizes(ev, e.name, e.count):
-            t = ev.island(e.name, g)
-            prefill_ok |= np.asarray(t.prefill.rps) > 0
-            decode_ok |= np.asarray(t.decode.rps) > 0
-    missing = need & ~(prefill_ok & decode_ok)
+    ok = served_lengths(ev, {e.name: _sizes(ev, e.name, e.count)
+                             for e in inventory.entries if e.count >= 1})
+    missing = need & ~(ok["prefill"] & ok["decode"])
     if not missing.any():
         return None
     lengths = np.flatnonzero(missing)
@@ -116,4 +129,4 @@ def _ms(x: float) -> str:
         else f"{x:.1f} ms"
 
 
-__all__ = ["best_latency_ms", "unmet_slo"]
+__all__ = ["best_latency_ms", "served_lengths", "unmet_slo"]

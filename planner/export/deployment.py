@@ -2,8 +2,9 @@
 
 :func:`read_deployment` reads ``RUN_DIR/plan.json`` through the run folder's own reader
 (:func:`planner.run.schema.load_plan`: schema version, sections, island fields, a
-configuration label that parses and covers the island) and then checks what only a
-launch needs, each failure one line naming the file and the field, exit 2:
+configuration label that parses and covers the island) into the plan's typed
+:class:`planner.run.deployment.Deployment`, and then checks what only a launch needs,
+each failure one line naming the file and the field, exit 2:
 
 * ``request.engine`` is an engine with a launch command (TensorRT-LLM, SGLang, vLLM;
   ``roofline`` is the thesis's model, not an engine);
@@ -12,19 +13,17 @@ launch needs, each failure one line naming the file and the field, exit 2:
 * every serving island's configuration is one the perf model accepts for that model
   (:func:`perfmodel.parallel.validate_config`: ep divides the island, tp the heads, ep 1
   for a dense model);
-* the optional ``servers`` / ``gpus_per_node`` of an island (issue 27 item 1) are a
-  list of server ids and a whole GPU count, and cover the island.
+* an island's ``servers`` (issue 27 item 1) name no server twice and cover the island.
 
-A plan that passes those but that the plan's engine cannot start -- a layout outside its
-rules (:func:`perfmodel.launch.layout_violation`), an island that does not split evenly
-over its servers -- is refused with exit 1, naming the island and the rule: the plan
-is valid, the engine is the limit.
+A plan that passes those but that the plan's engine cannot start -- a GPU of another
+vendor or a layout outside its rules (:mod:`perfmodel.launch`), an island that does not
+split evenly over its servers -- is refused with exit 1, naming the island and the
+rule: the plan is valid, the engine is the limit.
 
 Servers: an island lists the servers it runs on when the plan has them
-(``islands[].servers``; GPUs per server from ``islands[].gpus_per_node`` or the plan's
-top-level ``servers[].gpus``); older plans get
-``ceil(size / 8)`` servers of 8 GPUs.  Islands
-that share a server (``servers`` naming the same id) get consecutive GPU indices on it.
+(``islands[].servers``; GPUs per server from the inventory's ``gpus_per_node`` or the
+plan's ``servers[].gpus``); older plans get ``ceil(size / 8)`` servers of 8 GPUs.
+Islands that share a server get consecutive GPU indices on it.
 """
 
 from __future__ import annotations
@@ -39,12 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.engines import ENGINES, EngineProfile
-from perfmodel.hardware import GPU, resolve_gpu
+from perfmodel.hardware import GPU
+from perfmodel.launch import engine_slots, gpu_vendor, layout_violation, vendor_violation
 from perfmodel.models import ModelSpec, get_model
-from perfmodel.parallel import ParallelConfig, validate_config
+from perfmodel.parallel import validate_config
 from planner.core.errors import PlannerError
 from planner.inner.registry import needs_context
-from planner.run.deployment import Deployment
+from planner.run.deployment import DeployedIsland, Deployment
 from planner.run.schema import load_plan
 
 #: Engines an export writes launch commands for (perfmodel.engines names).
@@ -159,15 +159,6 @@ def hf_name(model: ModelSpec) -> str:
     return m.group(1) if m else model.name
 
 
-def vendor_of(gpu: GPU) -> str:
-    arch = gpu.arch.lower()
-    if arch.startswith("cdna") or gpu.name.upper().startswith("MI"):
-        return "amd"
-    if arch.startswith("xe") or "arc" in gpu.name.lower():
-        return "intel"
-    return "nvidia"
-
-
 def _engine(plan: Mapping[str, Any], source: str) -> EngineProfile:
     name = plan["request"].get("engine")
     if name is None:
@@ -193,20 +184,6 @@ def _model(plan: Mapping[str, Any], source: str) -> ModelSpec:
         raise _fail(source, "request.model", str(err)) from None
 
 
-def _gpus(plan: Mapping[str, Any], source: str) -> dict[str, GPU]:
-    """The plan inventory's GPU types (datasheets included), by lower-case name."""
-    out: dict[str, GPU] = {}
-    for k, g in enumerate(plan["request"]["inventory"].get("gpus") or []):
-        if not isinstance(g, Mapping) or not isinstance(g.get("type"), str):
-            continue
-        try:
-            out[g["type"].lower()] = resolve_gpu(g["type"], g.get("datasheet"),
-                                                 f"{source}: request.inventory.gpus[{k}]")
-        except PlannerError:
-            continue  # the island's own lookup names the problem
-    return out
-
-
 def _servers(raw: tuple[int, ...], where: str, source: str, size: int,
              gpn: int) -> tuple[tuple[str, ...], int]:
     """Server ids of an island and GPUs per server: the plan's (server granularity), or
@@ -222,69 +199,22 @@ def _servers(raw: tuple[int, ...], where: str, source: str, size: int,
     return tuple(str(s) for s in raw), gpn
 
 
-def _server_table(plan: Mapping[str, Any], source: str) -> dict[str, int]:
-    """GPUs per server id from the plan's top-level ``servers`` list (issue 27 item 1:
-    ``[{"index", "gpu", "gpus", "islands", ...}]``), when it has one."""
-    raw = plan.get("servers")
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise _fail(source, "servers", "must be a list of servers")
-    out: dict[str, int] = {}
-    for k, srv in enumerate(raw):
-        if not isinstance(srv, Mapping):
-            raise _fail(source, f"servers[{k}]", "must be an object")
-        gpus = srv.get("gpus")
-        if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 4096:
-            raise _fail(source, f"servers[{k}].gpus", f"must be a whole number of GPUs, got "
-                        f"{gpus!r}")
-        out[str(srv.get("index", k))] = gpus
-    return out
-
-
-def _check_launch(engine: EngineProfile, model: ModelSpec, cfg: ParallelConfig, size: int,
-                  gpn: int, n_servers: int, vendor: str, where: str, source: str) -> None:
-    """Exit 1 naming the rule when the engine cannot start this island."""
-    if size % n_servers:
-        raise _fail(source, f"{where}.size", f"is {size} GPUs over {n_servers} servers of "
-                    f"{gpn}, not the same number on each: {engine.label} starts the same "
+def _check_launch(engine: EngineProfile, model: ModelSpec, isl: DeployedIsland, gpn: int,
+                  n_servers: int, where: str, source: str) -> None:
+    """Exit 1 naming the rule when the engine cannot start this island
+    (:mod:`perfmodel.launch`: its vendors and layouts)."""
+    if isl.size % n_servers:
+        raise _fail(source, f"{where}.size", f"is {isl.size} GPUs over {n_servers} servers "
+                    f"of {gpn}, not the same number on each: {engine.label} starts the same "
                     "ranks on every node (issue 27 item 1 plans whole servers)", 1)
-    if vendor != "nvidia" and engine.name == "trtllm":
-        raise _fail(source, f"{where}.gpu", f"is an {vendor.upper()} GPU; {engine.label} "
-                    "runs on NVIDIA GPUs only", 1)
-    violation = _layout_violation(engine.name, model, cfg, size,
-                                  gpn if n_servers > 1 else None)
+    wrong_vendor = vendor_violation(engine.name, isl.gpu)
+    if wrong_vendor:
+        raise _fail(source, f"{where}.gpu", f"is {isl.gpu.name}: {wrong_vendor}", 1)
+    cfg = isl.layout
+    violation = layout_violation(engine.name, model, cfg, isl.size,
+                                 gpn if n_servers > 1 else None)
     if violation:
         raise _fail(source, f"{where}.config", f"{cfg.label()}: {violation}", 1)
-
-
-def _layout_violation(engine: str, model: ModelSpec, cfg: ParallelConfig, size: int,
-                      gpn: int | None) -> str | None:
-    try:
-        from perfmodel.launch import layout_violation
-    except ImportError:  # pragma: no cover - perfmodel/launch.py is issue 27 item 2
-        return None
-    return layout_violation(engine, model, cfg, size, gpn)
-
-
-def expert_slots(engine: str, model: ModelSpec, ep: int) -> tuple[int, int]:
-    """(routed-expert slots, redundant experts) the engine deploys at ``ep``
-    (:func:`perfmodel.launch.engine_slots`: ep x ceil(E / ep) slots, or E where the
-    engine spreads experts unevenly, as vLLM does)."""
-    try:
-        from perfmodel.launch import engine_slots
-    except ImportError:  # pragma: no cover
-        return _expert_slots(model, ep)
-    return engine_slots(engine, model, ep)
-
-
-def _expert_slots(model: ModelSpec, ep: int) -> tuple[int, int]:
-    # TODO(issue 27 item 2): perfmodel.launch.engine_slots is the one definition; this
-    # copy of its formula only serves a tree without perfmodel/launch.py.
-    if not model.is_moe:
-        return 0, 0
-    slots = ep * math.ceil(model.routed_experts / ep)
-    return slots, slots - model.routed_experts
 
 
 def read_deployment(run_dir: Path | str) -> LaunchPlan:
@@ -299,13 +229,13 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
     engine = _engine(plan, source)
     _model(plan, source)  # names the field of an unknown model
     try:
-        dep = Deployment.from_plan(plan, gpus=_gpus(plan, source))
+        dep = Deployment.from_plan(plan)
     except PlannerError as err:
         raise PlannerError(f"{source}: {err}") from None
     model = dep.model
     islands: list[IslandLaunch] = []
     used_on: dict[str, int] = {}  # server id -> GPUs already given to islands
-    server_gpus = _server_table(plan, source)
+    server_gpus = {srv.index: srv.gpus for srv in dep.servers}
     for isl in dep.islands:
         where = f"islands[{isl.index}]"
         cfg = isl.layout
@@ -313,11 +243,11 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
             validate_config(cfg, isl.size, model)
         except PlannerError as err:
             raise _fail(source, f"{where}.config", f"{cfg.label()!r}: {err}") from None
-        default = dep.gpus_per_node.get(isl.gpu.name) or server_gpus.get(
-            str(isl.servers[0]) if isl.servers else "", DEFAULT_GPUS_PER_NODE)
+        default = dep.gpus_per_node.get(isl.gpu.name) or (
+            server_gpus.get(isl.servers[0], DEFAULT_GPUS_PER_NODE) if isl.servers
+            else DEFAULT_GPUS_PER_NODE)
         servers, gpn = _servers(isl.servers, where, source, isl.size, default)
-        vendor = vendor_of(isl.gpu)
-        _check_launch(engine, model, cfg, isl.size, gpn, len(servers), vendor, where, source)
+        _check_launch(engine, model, isl, gpn, len(servers), where, source)
         per_server = isl.size // len(servers)
         offset = 0
         if len(servers) == 1 and isl.servers:
@@ -326,7 +256,7 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
                 raise _fail(source, f"{where}.servers", f"puts {offset + per_server} GPUs on "
                             f"server {servers[0]!r} of {gpn}")
             used_on[servers[0]] = offset + per_server
-        slots, extra = expert_slots(engine.name, model, cfg.ep)
+        slots, extra = engine_slots(engine.name, model, cfg.ep)
         loc = isl.location
         islands.append(IslandLaunch(
             index=isl.index, name=island_name(isl.index, isl.role, isl.gpu.name),
@@ -336,7 +266,7 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
             gpu_offset=offset, expert_slots=slots, redundant_experts=extra,
             location=None if loc is None else {"pod": loc.pod, "rack": loc.rack,
                                                "node": loc.node},
-            vendor=vendor))
+            vendor=gpu_vendor(isl.gpu)))
     roles = {i.role for i in islands}
     if "decode" in roles and not roles & {"prefill", "both"}:
         raise _fail(source, "islands", "has decode islands but none that prefills")
@@ -348,4 +278,4 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
 
 
 __all__ = ["BASE_PORT", "CannotLaunch", "IslandLaunch", "LAUNCHABLE", "LaunchPlan",
-           "dns_name", "expert_slots", "island_name", "read_deployment"]
+           "dns_name", "island_name", "read_deployment"]

@@ -163,9 +163,8 @@ class TypeSupply:
         """The largest proposable size not above ``size`` (0: none)."""
         shape = self.shape
         g = size if shape is None else shape.snap_down(size)
-        while g >= 1 and not self.allowed(g):
-            g = 0 if shape is None else shape.snap_down(g - 1)
-        return max(g, 0) if g >= self.min_island else 0
+        # every allowed size below g is smaller still: none clears min_island if g does not
+        return g if g >= max(self.min_island, 1) else 0
 
     def fit_sizes(self, sizes: list[int], min_island: int = 1) -> list[int]:
         """``sizes`` made proposable: each snapped down to an allowed size of at least

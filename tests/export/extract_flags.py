@@ -223,8 +223,8 @@ def main(argv: list[str]) -> int:
         for name, args in _commands(check, launcher):
             # the shell's part: placeholders of a second server (NODE_RANK 1)
             args = [re.sub(r"\$\(\(NODE_RANK \* (\d+)\)\)", lambda m: m.group(1), a)
-                    .replace("$NODE_RANK", "1").replace("$LEADER_ADDR", "10.0.0.1")
-                    .replace("$MODEL_PATH", "/models/m") for a in args]
+                    .replace("$NODE_RANK", "1").replace("$LEADER_ADDR", "127.0.0.1")
+                    .replace("$MODEL_PATH", "models/m") for a in args]
             parser.parse_args(args)  # exits 2 with the parser's own message on a bad flag
             print(f"{name}: parsed by the {engine} parser ({len(args)} words)")
         return 0
