@@ -114,28 +114,45 @@ def colocated_table(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape,
         sel = _samples(n, 24)
         mass = np.bincount(np.clip(np.searchsorted(sel, np.arange(n), side="right") - 1, 0,
                                    len(sel) - 1), weights=shape.pmf, minlength=len(sel))
-        rates = np.array([_points(gpu, model, c, shape, slo, calib, sel)[0] for c in configs])
+        # chosen under the ceilings alone: best-effort lengths change no choice
+        rates = np.array([_points(gpu, model, c, shape, slo.strict, calib, sel)[0]
+                          for c in configs])
         chosen = configs[_choose(rates, mass, cover=True)[0]]
     pts = _samples(n, 48)
-    rate, ttft, tpot, batch = _points(gpu, model, chosen, shape, slo, calib, pts)
     s_all = np.arange(n, dtype=float)
-    served = rate > 0
+    rate = _points(gpu, model, chosen, shape, slo.strict, calib, pts)
+    cols = _tabulate(pts, rate, s_all)
+    served = rate[0] > 0
+    if slo.best_effort:  # those lengths as without the ceilings (perfmodel.island.SLO)
+        free = _points(gpu, model, chosen, shape, SLO(), calib, pts)
+        mask = np.asarray(slo.exempt(s_all))
+        cols = tuple(np.where(mask, f, c)
+                     for f, c in zip(_tabulate(pts, free, s_all), cols, strict=True))
+        served |= np.asarray(slo.exempt(pts)) & (free[0] > 0)
     if not served.any():
         _CACHE[key] = empty
         return empty
+    rps, tpot_ms, batch, ttft_ms = cols
+    table = PhaseTable("both", chosen, rps, tpot_ms, batch, tuple(configs), ttft_ms=ttft_ms)
+    _CACHE[key] = table
+    return table
+
+
+def _tabulate(pts: np.ndarray, points: tuple[np.ndarray, ...], s_all: np.ndarray
+              ) -> tuple[np.ndarray, ...]:
+    """(requests/s, TPOT ms, batch, TTFT ms) at every length ``s_all`` from
+    :func:`_points` (rate, TTFT s, TPOT s, batch) at sample points ``pts``: interpolated
+    in log space; a length is served where both neighbouring samples are."""
+    rate, ttft, tpot, batch = points
+    served = rate > 0
     logs = np.log(np.where(served, np.stack([rate, ttft, tpot]), 1.0))
     full = np.exp(_interp_rows(pts, logs, np.maximum(s_all, 1.0)))
-    # a length is served where both neighbouring samples are
     idx = np.clip(np.searchsorted(pts, s_all, side="right") - 1, 0, len(pts) - 1)
     nxt = np.minimum(idx + 1, len(pts) - 1)
     ok = served[idx] & served[nxt]
     ok[0] = False
-    table = PhaseTable("both", chosen, np.where(ok, full[0], 0.0),
-                       np.where(ok, full[2] * 1e3, 0.0),
-                       np.where(ok, batch[idx], 0.0), tuple(configs),
-                       ttft_ms=np.where(ok, full[1] * 1e3, 0.0))
-    _CACHE[key] = table
-    return table
+    return (np.where(ok, full[0], 0.0), np.where(ok, full[2] * 1e3, 0.0),
+            np.where(ok, batch[idx], 0.0), np.where(ok, full[1] * 1e3, 0.0))
 
 
 def clear_cache() -> None:

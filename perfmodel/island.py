@@ -42,10 +42,34 @@ from perfmodel.prefill import batched_prompts, prefill_pass_time
 @dataclass(frozen=True)
 class SLO:
     """Optional latency ceilings: TTFT excludes slow prefill configurations per length;
-    TPOT caps the decode batch."""
+    TPOT caps the decode batch.
+
+    ``best_effort``: inclusive input-length intervals ``(lo, hi)`` the ceilings do not
+    apply to -- lengths no island can serve within them, which a plan still serves
+    (planner.context.feasibility).  There prefill keeps its shortest pass but is not
+    cut off at the TTFT ceiling, decode batches are not capped for TPOT (the largest
+    batch that fits) and colocated islands run their highest-rate batch that fits.  The
+    configuration of each table is still chosen under the ceilings alone
+    (:attr:`strict`), so every other length is tabulated exactly as without them."""
 
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    best_effort: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
+
+    @property
+    def strict(self) -> SLO:
+        """The same ceilings with no best-effort lengths."""
+        return SLO(self.ttft_ms, self.tpot_ms) if self.best_effort else self
+
+    def exempt(self, s: np.ndarray) -> np.ndarray | bool:
+        """Whether each input length of ``s`` is served best-effort (False if none)."""
+        if not self.best_effort:
+            return False
+        s = np.asarray(s)
+        out = np.zeros(s.shape, bool)
+        for lo, hi in self.best_effort:
+            out |= (s >= lo) & (s <= hi)
+        return out
 
 
 @dataclass(frozen=True)
@@ -263,7 +287,7 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     longest = room / kv_bytes_per_token_per_gpu(model, grid.tp)
     np.multiply(rps, s_all <= longest, out=rps)  # a mask multiply beats masked assignment
     if slo.ttft_ms is not None:
-        np.multiply(rps, ttft <= slo.ttft_ms * 1e-3, out=rps)
+        np.multiply(rps, (ttft <= slo.ttft_ms * 1e-3) | slo.exempt(s_all), out=rps)
     return rps, ttft * 1e3, np.ascontiguousarray(k_all)
 
 
@@ -326,7 +350,8 @@ def _decode_rps(gpu, model, grid, shape, slo, calib, s):
     per_batch = _BatchSteps(gpu, model, grid, calib, int(batch.max()), s.dtype)
     context = s + (held if steady else 0.5 * d)
     if slo.tpot_ms is not None:
-        batch = _cap_batch_for_tpot(per_batch, batch, context, slo.tpot_ms)
+        batch = np.where(slo.exempt(s), batch,
+                         _cap_batch_for_tpot(per_batch, batch, context, slo.tpot_ms))
     steps = per_batch.at(batch)
     t = steps.step_time(context) * d if steady else steps.request_time(s, d)
     rps = batch * grid.dp.astype(s.dtype)
@@ -359,7 +384,8 @@ def _phase_table(phase, compute, gpu, size, model, grid, shape, slo, calib) -> P
         s_all = _lengths(shape)
         if len(sub) > 1:
             s_sel, weights = _selection_lengths(shape)
-            rps_sel = compute(gpu, model, sub, shape, slo, calib, s_sel)[0]
+            # chosen under the ceilings alone: best-effort lengths change no choice
+            rps_sel = compute(gpu, model, sub, shape, slo.strict, calib, s_sel)[0]
             i, weighted = _choose(rps_sel, weights, cover=shape.steady)
             deviation[fits] = weighted
             chosen = ConfigGrid.of([sub.configs[i]])

@@ -108,7 +108,6 @@ class Plan:
                                         gpus=ctx.gpus, gpus_per_node=nodes)
 
     def to_dict(self) -> dict[str, Any]:
-
         req = self.request
         return plan_dict(
             request=req.to_dict(), result=self.result, evaluation=self.evaluation,
@@ -116,7 +115,8 @@ class Plan:
             prices={g: gpu.price_per_hour for g, gpu in self.context.gpus.items()},
             available={e.name: e.count for e in req.inventory.entries}, budget=req.budget,
             search=self.search, homogeneous=self.homogeneous, exact=self.exact,
-            timings=self.seconds, operating=self.operating)
+            timings=self.seconds, operating=self.operating,
+            slo_exempt=self.context.slo_exempt)
 
     @property
     def bo_gap(self) -> float | None:
@@ -161,7 +161,7 @@ def choose_search(req: PlanRequest, space: SearchSpace, colocated: bool) -> tupl
                            "exact MILP: divider BO with LP warm start")
     why = f"exact MILP over {tables:,} island sizes: the optimum of the model"
     if colocated:
-        why += ", then polished with colocated islands (which the MILP does not model)"
+        why += " (prefill, decode and colocated columns)"
     return "exact", why
 
 
@@ -222,12 +222,14 @@ def footprint_space(space: SearchSpace, ev: LayoutEvaluator) -> SearchSpace:
 
 
 def check_budget(req: PlanRequest, source: str = "inventory") -> None:
-    """Reject up front an SLO no island of the inventory can meet at some input length
-    (exit status 1, naming the best achievable TTFT and TPOT per GPU type;
-    planner.context.feasibility), and a budget below the cheapest plan that can serve the
-    model: one prefill island and one decode island, each the cheapest that fits (exit
-    status 2, naming the inventory and the flag, and saying what would make a plan
-    exist)."""
+    """Reject up front an SLO no islands of the inventory can meet at input lengths
+    carrying more than the miss allowance of the requests (``SLO_EXEMPT_SHARE``; within
+    it those lengths are planned best-effort: ``PlanningContext.slo_exempt``) -- exit
+    status 1, naming the share of the TTFT a prefill pass gets and the best achievable
+    pass and TPOT per GPU type (planner.context.feasibility) --, and a budget below the
+    cheapest plan that can serve the model: one prefill island and one decode island,
+    each the cheapest that fits (exit status 2, naming the inventory and the flag, and
+    saying what would make a plan exist)."""
     ctx = PlanningContext.for_request(req)
     wrong = [vendor_violation(req.engine, e.gpu) for e in req.inventory.entries]
     if all(wrong):  # the engine runs on none of the inventory's GPUs
@@ -306,27 +308,65 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
 
 
 def _uncovered(req: PlanRequest, ev: LayoutEvaluator) -> str | None:
-    """The input lengths no island the plan may buy (its sizes within the inventory and
-    the budget) serves within the SLO, for one phase or the other: a plan must serve
-    every length, so none exists (None when every length has some island)."""
-    pmf = np.asarray(ev.context.workload.pmf, float)
-    ok = served_lengths(ev, candidate_sizes(req.space()))
-    for phase, served in ok.items():
-        gap = (pmf > 0) & ~served
-        if gap.any():
-            lengths = np.flatnonzero(gap)
-            where = f" within ${req.budget:,.2f}/h" if req.budget else ""
-            slo = req.slo
-            ceilings = ", ".join(f"{n} <= {v:g} ms" for n, v in
-                                 (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms))
-                                 if v is not None) or "no latency ceiling"
-            return (f"no island this inventory offers{where} can {phase} prompts of "
-                    f"{int(lengths.min()):,}-{int(lengths.max()):,} tokens "
-                    f"({100 * float(pmf[gap].sum()):.2g}% of {req.workload}'s requests) with "
-                    f"{req.model} on {ev.context.calib.profile.label} within the SLO "
-                    f"({ceilings}); a plan must serve every length: raise --ttft/--tpot, "
-                    "raise the budget, add GPUs, or try another --engine")
-    return None
+    """The input lengths no islands the plan may buy (its sizes within the inventory and
+    the budget) serve within the SLO: none of them can run one phase there, or those
+    that can leave too few GPUs or dollars for an island of the other phase
+    (planner.context.feasibility.served_together).  A plan must serve every length, so
+    none exists (None when every length has its islands, or when no two islands fit at
+    all: the model's footprint, which :func:`explain_no_plan` explains).  Lengths the
+    planning context serves best-effort (its ``slo_exempt``, within the miss
+    allowance) are served by every island and so never named here."""
+    from planner.context.feasibility import (
+        ceilings_text,
+        pass_share_text,
+        served_together,
+        within_allowance,
+    )
+    from planner.core.defaults import SLO_EXEMPT_SHARE
+
+    ctx = ev.context
+    pmf = np.asarray(ctx.workload.pmf, float)
+    need = pmf > 0
+    sizes = candidate_sizes(req.space())
+    served = served_lengths(ev, sizes)
+    together = served_together(ev, sizes, {e.name: e.count for e in req.inventory.entries},
+                               req.budget)
+    if not together.any():
+        together = served["prefill"] & served["decode"]
+    gap = need & ~together
+    if not gap.any():
+        return None
+
+    def span(mask: np.ndarray) -> str:
+        at = np.flatnonzero(mask)
+        return f"{int(at.min()):,}-{int(at.max()):,}"
+
+    where = f" within ${req.budget:,.2f}/h" if req.budget else ""
+    share = float(pmf[gap].sum())
+    limit = pass_share_text(ctx)
+    slo = ceilings_text(ctx) + (f"; {limit}" if limit else "")
+    exempt = ctx.slo_exempt
+    if exempt is not None:
+        lo, hi = exempt.lengths
+        slo += (f"; prompts of {lo:,}-{hi:,} tokens, {100 * exempt.share:.3g}% of requests, "
+                "are already served outside it, as misses within the allowance")
+    causes = [f"none can {phase} prompts of {span(need & ~ok)} tokens"
+              for phase, ok in served.items() if (need & ~ok).any()]
+    if (gap & served["prefill"] & served["decode"]).any():
+        causes.append("the islands that serve " + ("the rest" if causes else "them")
+                      + f" leave too few GPUs{' or dollars' if req.budget else ''} for an "
+                      "island of the other phase")
+    why = " and ".join(causes)
+    if ctx.slo.ttft_ms is not None or ctx.slo.tpot_ms is not None:
+        why += (f" -- more than the {100 * SLO_EXEMPT_SHARE:.3g}% of requests a plan may "
+                "serve outside the SLO" if not within_allowance(share) else
+                f" -- the {100 * SLO_EXEMPT_SHARE:.3g}% of requests a plan may serve "
+                "outside the SLO covers only lengths no island of the inventory serves")
+    return (f"no islands this inventory offers{where} serve prompts of {span(gap)} tokens "
+            f"({100 * share:.2g}% of {req.workload}'s requests) with {req.model} on "
+            f"{ctx.calib.profile.label} within the SLO ({slo}): {why}; a plan must serve "
+            "every length: raise --ttft/--tpot, raise the budget, add GPUs, or try another "
+            "--engine")
 
 
 def solve_layout(ev: LayoutEvaluator, solver, layout: Layout, inner: str
@@ -458,8 +498,6 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
         options = {k: v for k, v in options.items() if k in known}
     if search_name == "exact":
         options.setdefault("time_limit", req.exact_time_limit)
-        if ctx.colocated:
-            options.setdefault("polish", 63)
     search = make_search(search_name, **options)
     found = search.search(space, objective, seed=req.seed, checkpoint=checkpoint,
                           executor=executor, progress=None if progress is None else
@@ -506,20 +544,18 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     exact = None
     if req.compare_exact and search_name != "exact":
         t0 = time.perf_counter()
-        if ctx.colocated and not tag:
-            tag = " (layouts searched disaggregated)"
         exact = _exact_baseline(f"exact optimum{tag}", space, base_ev, req.exact_time_limit,
                                 progress, "exact")
         seconds["exact"] = time.perf_counter() - t0
     elif search_name == "exact":
         st = found.settings
         if "milp_layout" in st:  # polished: the baseline is the MILP's own layout
-            exact = Baseline("exact optimum (disaggregated MILP)",
+            exact = Baseline("exact optimum (before the local polish)",
                              canonical_layout(tuple(x) for x in st["milp_layout"]),
                              float(st["milp_value"]), float(st["milp_cost"]),
                              st.get("status", ""), st.get("bound", math.nan),
                              st.get("gap", math.nan))
-        elif not ctx.colocated:  # polished from no MILP layout: there is no optimum
+        else:  # the MILP's layout is the plan's (colocated columns included)
             exact = Baseline("exact optimum", layout, found.best_score.value,
                              found.best_score.cost_per_hour, st.get("status", ""),
                              st.get("bound", math.nan), st.get("gap", math.nan))

@@ -59,24 +59,30 @@ def reading(plan: dict, wall: float) -> list[str]:
         f"{len(roles.get('decode', []))} decode islands"
         + (f" and {len(roles['both'])} colocated" if roles.get("both") else "") + ".",
         f"* **{_f(s['requests_per_s'])} requests/s** is the capacity to budget against: "
-        f"the rate that held in simulation ({100 * loop.get('sustained_fraction', 0):.1f} % "
-        f"of arrivals completed at it) with {100 * loop.get('slo_attainment_at_90pct', 0):.1f}"
-        f" % of requests within the SLO at 90 % of it.  The perf model alone gave "
+        f"the highest rate at which at least 99 % of requests met TTFT and TPOT in "
+        f"simulation on every one of {len(loop.get('seeds') or [])} seeds "
+        f"({100 * min(loop.get('slo_attainment_by_seed') or [0]):.1f} % on the worst), "
+        f"three of them never used by the search.  The plan completes at most "
+        f"{_f(loop.get('saturation_requests_per_s') or 0)} requests/s (its saturation "
+        f"throughput, SLO or not); the perf model alone gave "
         f"{_f(loop.get('analytic_requests_per_s', 0))} requests/s; the loop's verdict: "
         f"{loop.get('note', '')}.",
     ]
-    lat = s.get("latency_ms") or {}
+    lat = loop.get("latency_at_headline_ms") or {}
     if lat:
-        lines.append(f"* **Latency** at the planned load (perf model): TTFT p50 "
-                     f"{_f(lat['ttft_p50'])} ms / p90 {_f(lat['ttft_p90'])} ms, TPOT p50 "
-                     f"{_f(lat['tpot_p50'], 1)} ms / p90 {_f(lat['tpot_p90'], 1)} ms "
-                     "(ceilings 2,000 ms and 50 ms; docs/slo.md).")
-    best = s.get("best_homogeneous")
-    if best:
-        lines.append(f"* **Compared with** the same money on one type: the best is "
-                     f"{best['label']} at {_f(best['requests_per_s'])} requests/s, so this "
-                     f"plan is {best['ratio']:.2f}x it (`planner whatif` answers where the "
-                     "next dollars go).")
+        lines.append(f"* **Latency** simulated at that rate: TTFT p50 "
+                     f"{_f(lat['ttft_p50_ms'])} ms / p90 {_f(lat['ttft_p90_ms'])} ms, TPOT "
+                     f"p50 {_f(lat['tpot_p50_ms'], 1)} ms / p90 {_f(lat['tpot_p90_ms'], 1)} "
+                     "ms (ceilings 2,000 ms and 50 ms; docs/slo.md).")
+    alts = [a for a in s.get("alternatives") or [] if a.get("requests_per_s")]
+    if alts:
+        best = max(alts, key=lambda a: a["requests_per_s"])
+        lines.append(f"* **Compared with** the same budget on one type, each planned and "
+                     f"simulated the same way: the best is {best['label']} at "
+                     f"{_f(best['requests_per_s'])} requests/s for "
+                     f"${_f(best['cost_per_hour'], 2)}/h, so this plan is "
+                     f"{s['requests_per_s'] / best['requests_per_s']:.2f}x it (`planner "
+                     "whatif` answers where the next dollars go).")
     ex = s.get("exact")
     se = plan.get("search") or {}
     chosen = (se.get("settings") or {}).get("chosen", "")

@@ -53,16 +53,23 @@ def _default_out(inventory: Path, workload: str) -> Path:
     return Path("reports") / f"{stamp}-{inventory.stem}-{Path(workload).stem}"
 
 
-def _close_loop(plan, seed: int, console: Console, quiet: bool):
-    """Simulate the plan, correct its capacities, bound it by the SLO
-    (planner.closed_plan); returns the plan dict with the loop's headline."""
+def _check_router(name: str) -> None:
+    """--router: a router the simulator has (one line naming the choices if not)."""
+    from planner.sim.routers.registry import ROUTERS
+
+    ROUTERS.lookup(name)  # an unknown name: one line listing the routers
+
+
+def _close_loop(plan, seed: int, router: str, console: Console, quiet: bool):
+    """Simulate the plan and its single-type alternatives, find the rate at which each
+    holds the SLO (planner.closed_plan); returns the answer's plan dict."""
     from planner.closed_plan import close_plan
 
     def say(msg: str) -> None:
         if not quiet:
             console.print(f"closed loop: {msg}", style="dim")
 
-    return close_plan(plan, seed=seed, progress=say)
+    return close_plan(plan, seed=seed, router=router, progress=say)
 
 
 def plan(
@@ -97,6 +104,10 @@ def plan(
                                    help="End with a seeded simulation of the plan: the "
                                    "headline is the rate that holds in it at the SLO "
                                    "(docs/plan-vs-sim.md)."),
+    router: str = typer.Option("range", "--router", help="The router the fleet will run; "
+                               "the plan's SLO is verified with it (planner simulate "
+                               "--help lists them).  The report also shows the SLO under "
+                               "jsq."),
     objective: str = typer.Option("analytic", help="What the search maximises: analytic "
                                   "(the perf model's capacity) or simulated (goodput at "
                                   "the SLO in a short simulation per layout; minutes; "
@@ -139,6 +150,7 @@ def plan(
     for value, flag in ((ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
         values.number(value, flag, gt=0, le=values.MAX_LATENCY_MS)
     values.seed(seed)
+    _check_router(router)
     values.number(ranges, "--ranges", integer=True, ge=1, le=values.MAX_RANGES)
     values.number(iterations, "--iterations", integer=True, ge=1, le=values.MAX_ITERATIONS)
     values.number(batch_size, "--batch-size", integer=True, ge=1, le=values.MAX_BATCH_SIZE)
@@ -177,7 +189,7 @@ def plan(
         with interrupt_on_sigterm(), progress:
             result = make_plan(req, progress=step, checkpoint=checkpoint, executor=executor)
         if sim_check and not needs_context(inner):
-            plan_dict = _close_loop(result, seed, console, quiet)
+            plan_dict = _close_loop(result, seed, router, console, quiet)
         else:
             plan_dict = result.to_dict()
         written = write_run(plan_dict, run_dir)

@@ -35,8 +35,10 @@ from planner.workload.loaders import TRACE_FORMATS
 def simulate(
     run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan`.",
                                    metavar="RUN_DIR"),
-    router: str = typer.Option("range", "--router", help="Router, or several separated by "
-                               f"commas. {ROUTERS.help()}."),
+    router: str | None = typer.Option(None, "--router", help="Router, or several "
+                                      f"separated by commas. {ROUTERS.help()}.",
+                                      show_default="the router the plan was verified "
+                                      "with (planner plan --router), else range"),
     router_config: Path | None = typer.Option(
         None, "--router-config", help="A router.json of `planner export` (edited or not): "
         "the range router follows its weights, so the simulated routing is the exported "
@@ -94,6 +96,9 @@ def simulate(
         values.naming("--workload", load_workload, workload)
     plan_path = run_dir / "plan.json"
     plan = load_plan(plan_path)
+    if router is None:
+        router = str(((plan.get("summary") or {}).get("closed_loop") or {}).get("router")
+                     or "range")
     if router_config is not None:  # checked before any run: one line naming the field
         from planner.sim.routers.router_config import load_router_weights
 

@@ -4,10 +4,13 @@
     planner whatif docs/whatif-example.yaml --out reports/whatif
 
 Validates everything first (one line naming the file or flag and the field, exit 2),
-solves every scenario exactly (a progress line on stderr: scenario k of n and its
-label; off with --quiet or when stderr is not a terminal), writes the study folder
-atomically (whatif.csv, whatif.json, plots, whatif.md, whatif.html) and prints the
-tables and the marginal-value answer.
+plans every scenario as `planner plan` plans it and reports the capacity `planner plan`
+would print for it -- its closed loop's, or for a large study a sample's closed loops
+and the others' analytic figures corrected, with the correction's measured error
+(docs/whatif.md) -- (a progress line on stderr: scenario k of n and its label; off with
+--quiet or when stderr is not a terminal), writes the study folder atomically
+(whatif.csv, whatif.json, plots, whatif.md, whatif.html) and prints the tables and the
+marginal-value answer.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ from planner.core.errors import PlannerError
 from planner.core.execution import make_executor
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
-_NUMERIC = {"requests/s", "vs base", "vs mix", "$/h used", "$/M out tok", "budget", "price",
-            "factor", "gain, requests/s", "per extra $/h"}
+_NUMERIC = {"requests/s", "analytic", "vs base", "vs mix", "$/h used", "$/M out tok",
+            "budget", "price", "factor", "gain, requests/s", "per extra $/h"}
 
 
 def _default_out(spec) -> Path:
@@ -86,14 +89,33 @@ def whatif(
     model: str = typer.Option(None, help="Built-in model or config.json path "
                               "(default deepseek-v3)."),
     workload: str = typer.Option(None, help="Base workload (default azure-conv-2023)."),
-    ranges: int = typer.Option(None, help="Input-length ranges (default 16: coarser than "
-                               "`planner plan`'s 32, ample for comparisons)."),
+    ranges: int = typer.Option(None, help="Input-length ranges (default 32, as `planner "
+                               "plan`)."),
     availability: str = typer.Option(None, help="inventory (the inventory's counts, default) "
                                      "or unlimited (as many as the budget buys)."),
-    max_island: int = typer.Option(None, help="Largest island size considered (default 128)."),
-    time_limit: float = typer.Option(None, help="Seconds per scenario MILP (default 60)."),
-    ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling, ms."),
-    tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling, ms."),
+    max_island: int = typer.Option(None, help="Largest island size considered (default: "
+                                   "up to availability, as `planner plan`)."),
+    time_limit: float = typer.Option(None, help="Safety net, seconds per exact solve "
+                                     "(`planner plan`'s --exact-time-limit; default 600)."),
+    ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling, ms (default 2000, as "
+                                  "`planner plan`)."),
+    tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling, ms (default 50, as "
+                                  "`planner plan`)."),
+    no_slo: bool = typer.Option(None, "--no-slo/--slo", help="No latency ceilings "
+                                "(`planner plan --no-slo`; spec: slo: none)."),
+    seed: int = typer.Option(None, help="Seed of every random choice, as `planner plan "
+                             "--seed` (default 0)."),
+    island_granularity: str = typer.Option(None, help="Island sizes: server or gpu, as "
+                                           "`planner plan` (default server)."),
+    closed_loop: str = typer.Option(None, help="Capacity of each scenario: every (its own "
+                                    "closed loop, what `planner plan` prints), sample "
+                                    "(closed for --sample scenarios per workload, the "
+                                    "others' analytic figures corrected; the error is "
+                                    "stated), off (analytic, `planner plan "
+                                    "--no-sim-check`) or auto (every up to 24 distinct "
+                                    "problems, else sample; default)."),
+    sample: int = typer.Option(None, help="Scenarios per workload whose loop a sampled "
+                               "study closes, the base always among them (default 6)."),
     out: str = typer.Option(None, help="Study folder (default reports/<time>-whatif-"
                              "<inventory>)."),
     engine: str = typer.Option(None, help="Serving engine of the perf model: "
@@ -116,7 +138,9 @@ def whatif(
                   workloads=workloads, equal_cost=equal_cost, marginal=marginal,
                   marginal_beyond_inventory=marginal_beyond_inventory,
                   time_limit=time_limit, max_island=max_island, ttft_ms=ttft_ms,
-                  tpot_ms=tpot_ms, engine=engine)
+                  tpot_ms=tpot_ms, no_slo=no_slo, engine=engine, seed=seed,
+                  island_granularity=island_granularity, closed_loop=closed_loop,
+                  sample=sample)
     spec = load_spec(spec_file, flags)
     study = Path(out) if out is not None else _default_out(spec)
     check_run_folder(out if out is not None else study,  # a str: Path("") would be "."
@@ -125,10 +149,12 @@ def whatif(
         raise PlannerError("--resume needs the --out folder of the interrupted study")
     executor = make_executor(workers, ray_address)
     console = Console(stderr=True, quiet=quiet)
-    console.print(f"what-if: exact MILP per scenario, {spec.engine} perf model, "
-                  f"{spec.ranges} length ranges"
-                  + (" (what-if default; `planner plan` uses 32)" if ranges is None else "")
-                  + f", islands of at most {spec.solver.max_island} GPUs, "
+    loop = {"auto": "closed loop per scenario (a sample's for a large study)",
+            "every": "closed loop per scenario", "off": "analytic figures (closed loop off)",
+            "sample": f"closed loop for a sample of {spec.closed_loop.sample} per workload, "
+                      "the others corrected"}[spec.closed_loop.mode]
+    console.print(f"what-if: each scenario planned as `planner plan` plans it, {loop}; "
+                  f"{spec.engine} perf model, {spec.ranges} length ranges, "
                   f"{spec.availability} availability"
                   + (f", on {executor.workers} Ray workers" if executor.name == "ray" else ""))
     progress, step = scenario_progress(console, quiet)

@@ -51,12 +51,20 @@ from perfmodel.colocated import colocated_table
 from perfmodel.engines import get_engine
 from perfmodel.island import PhaseTable
 from perfmodel.timing import kv_bytes_per_token_per_gpu
-from planner.core.defaults import MAX_PLAN_LEN, MAX_RANGES, TTFT_PASS_SHARE
+from planner.core.defaults import (
+    MAX_PLAN_LEN,
+    MAX_RANGES,
+    SLO_ATTAINMENT,
+    SLO_EXEMPT_SHARE,
+    TTFT_PASS_SHARE,
+)
 from planner.core.errors import PlannerError
+from planner.fleet.inventory import Inventory
 from planner.fleet.network import DEFAULT_NETWORK, NetworkSpec, parse_network
 from planner.fleet.servers import ServerShape
 from planner.inner.problem import FullResolution, InnerProblem, IslandSpec
 from planner.inner.protocol import InnerSolver
+from planner.inner.registry import make_inner_solver
 from planner.inner.result import InnerResult
 from planner.outer.protocol import Layout, Score, canonical_layout, layout_cost
 from planner.workload import Ranges, Workload, load_workload, make_ranges
@@ -87,6 +95,10 @@ class PlanningContext:
     #: Server granularity (planner.fleet.servers): each type's servers, on which plans are
     #: placed; None: the thesis's free sizes, placed on the network's nodes.
     servers: Mapping[str, ServerShape] | None = None
+    #: Input lengths no island of the inventory can serve within the SLO, served
+    #: best-effort because their share of requests is within the allowance
+    #: (planner.context.feasibility.slo_allowance); None: every length meets the SLO.
+    slo_exempt: SloExemption | None = None
 
     @classmethod
     def build(cls, *, model: str, workload: str | Workload, ranges: int,
@@ -134,17 +146,20 @@ class PlanningContext:
             ctx = replace(ctx, servers={e.name: e.shape for e in req.inventory.entries})
         if req.colocated not in ("auto", "on", "off"):
             raise PlannerError(f"--colocated must be auto, on or off, got {req.colocated!r}")
-        return ctx
+        return with_slo_allowance(ctx, req.inventory)
 
     @property
     def table_slo(self) -> SLO:
         """The ceilings island tables are built with: the TPOT ceiling, and the share
         ``TTFT_PASS_SHARE`` of the TTFT ceiling for one prefill pass (planner.core.defaults);
-        the thesis's mode has no queueing allowance."""
-        slo = self.slo
-        if self.thesis or slo.ttft_ms is None:
-            return slo
-        return SLO(slo.ttft_ms * TTFT_PASS_SHARE, slo.tpot_ms)
+        the thesis's mode has no queueing allowance.  The lengths of ``slo_exempt``, if
+        any, are tabulated without the ceilings (``SLO.best_effort``)."""
+        slo = self.slo.strict
+        if not (self.thesis or slo.ttft_ms is None):
+            slo = SLO(slo.ttft_ms * TTFT_PASS_SHARE, slo.tpot_ms)
+        if self.slo_exempt is not None:
+            slo = replace(slo, best_effort=self.slo_exempt.intervals)
+        return slo
 
     @cached_property
     def shape(self) -> WorkloadShape:
@@ -355,3 +370,207 @@ class LayoutEvaluator:
         self._scores[layout] = score
         return score
 
+
+# ------------------------------------------------------------------ the SLO allowance
+# A plan promises that SLO_ATTAINMENT (99 %) of requests meet the ceilings.  Input
+# lengths no islands of the inventory serve within them (typically the longest prompts,
+# whose one prefill pass cannot fit the share TTFT_PASS_SHARE of the TTFT it gets) spend
+# that allowance: up to SLO_EXEMPT_SHARE of the requests, the context serves them
+# best-effort -- its island tables drop the ceilings at exactly those lengths
+# (perfmodel.SLO.best_effort) -- and records them (PlanningContext.slo_exempt); beyond
+# it planner.context.feasibility.unmet_slo refuses.  This lives beside the context
+# because for_request applies it: every plan of a request sees the same tables.
+@dataclass(frozen=True)
+class SloExemption:
+    """Input lengths no island of the inventory can serve within the SLO, whose share
+    of requests is within ``SLO_EXEMPT_SHARE``: the plan serves them best-effort and
+    counts them as misses against its 1 % allowance."""
+
+    share: float  # of the workload's requests
+    lengths: tuple[int, int]  # shortest and longest such length with demand
+    #: Inclusive length intervals the island tables serve without the ceilings
+    #: (``perfmodel.SLO.best_effort``): the runs of lengths no island serves.
+    intervals: tuple[tuple[int, int], ...]
+    reason: str  # which ceiling no island meets there, and why
+
+    def to_dict(self) -> dict[str, Any]:
+        """plan.json's ``summary.slo_exempt`` (docs/plan-schema.md)."""
+        return {"share": self.share, "lengths": list(self.lengths), "reason": self.reason}
+
+    def sentence(self) -> str:
+        """The caveat a report states."""
+        lo, hi = self.lengths
+        span = f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+        return (f"{_pct(self.share)} of requests (prompts of {span} tokens) cannot meet the "
+                f"SLO on any island of this inventory ({self.reason}); they are served "
+                f"and count as misses against the {1 - SLO_ATTAINMENT:.0%} allowance.")
+
+
+def probe_sizes(count: int) -> list[int]:
+    """Island sizes the SLO check tries for a type with ``count`` GPUs."""
+    sizes, g = {count}, 1
+    while g < count:
+        sizes.add(g)
+        g *= 2
+    return sorted(sizes)
+
+
+def island_sizes(ev: LayoutEvaluator, name: str, count: int) -> list[int]:
+    """:func:`probe_sizes`, at server granularity only those a plan may use (whole
+    servers or a share of one, planner.fleet.servers) and the largest of them."""
+    shapes = ev.context.servers
+    if not shapes or name not in shapes:
+        return probe_sizes(count)
+    shape = shapes[name]
+    top = shape.snap_down(min(count, shape.gpus))
+    return sorted({g for g in probe_sizes(count) if shape.allowed(g)}
+                  | ({top} if top else set()))
+
+
+def served_lengths(ev: LayoutEvaluator, sizes: Mapping[str, Iterable[int]]
+                   ) -> dict[str, np.ndarray]:
+    """Per phase ("prefill", "decode"), the input lengths some island of ``sizes``
+    ({GPU type: island sizes}) serves within the context's SLO; a colocated island, where
+    the context offers them, serves both phases."""
+    n = len(ev.context.workload.pmf)
+    ok = {"prefill": np.zeros(n, bool), "decode": np.zeros(n, bool)}
+    for name, options in sizes.items():
+        for g in options:
+            table = ev.island(name, g)
+            both = ev.colocated_table(name, g) if ev.context.colocated else None
+            for phase in ok:
+                ok[phase] |= np.asarray(getattr(table, phase).rps)[:n] > 0
+                if both is not None:
+                    ok[phase] |= np.asarray(both.rps)[:n] > 0
+    return ok
+
+
+def served_together(ev: LayoutEvaluator, sizes: Mapping[str, Iterable[int]],
+                    counts: Mapping[str, int], budget: float | None = None) -> np.ndarray:
+    """The input lengths some prefill island and some decode island of ``sizes`` serve
+    within the context's SLO *and* fit beside each other -- GPUs of one type summing to at
+    most ``counts[type]``, their cost within ``budget`` $/h if given -- or one colocated
+    island serves.  A plan holds both for every length it serves: a length only an
+    island of a type's whole count can prefill has no decode island beside it."""
+    c = ev.context
+    n = len(c.workload.pmf)
+    price = {name: gpu.price_per_hour for name, gpu in c.gpus.items()}
+    islands = [(name, g) for name, options in sizes.items() for g in options]
+    pre, dec = {}, {}
+    out = np.zeros(n, bool)
+    for name, g in islands:
+        table = ev.island(name, g)
+        pre[name, g] = np.asarray(table.prefill.rps)[:n] > 0
+        dec[name, g] = np.asarray(table.decode.rps)[:n] > 0
+        both = ev.colocated_table(name, g) if c.colocated else None
+        if both is not None and (budget is None or g * price[name] <= budget):
+            out |= np.asarray(both.rps)[:n] > 0
+    for (a, ga), p in pre.items():
+        if not p.any():
+            continue
+        for (b, gb), d in dec.items():
+            if a == b and ga + gb > counts.get(a, 0):
+                continue
+            if budget is not None and ga * price[a] + gb * price[b] > budget:
+                continue
+            out |= p & d
+    return out
+
+
+def inventory_sizes(ev: LayoutEvaluator, inventory: Inventory) -> dict[str, list[int]]:
+    """{type: :func:`island_sizes`} over the types ``inventory`` has GPUs of."""
+    return {e.name: island_sizes(ev, e.name, e.count) for e in inventory.entries
+            if e.count >= 1}
+
+
+def strict_evaluator(ev: LayoutEvaluator) -> LayoutEvaluator:
+    """``ev`` with every length held to the ceilings (no best-effort lengths)."""
+    if ev.context.slo_exempt is None:
+        return ev
+    return LayoutEvaluator(replace(ev.context, slo_exempt=None), ev.solver)
+
+
+def unserved_lengths(ev: LayoutEvaluator, inventory: Inventory
+                     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(lengths with demand no islands of ``inventory`` serve -- a prefill and a decode
+    island it can hold together, or a colocated one: :func:`served_together` --, and per
+    phase the lengths some island serves at all) under ``ev``'s tables.  Where no two
+    islands fit together at any length, per phase alone: that is the model's footprint,
+    which the budget check and ``planner.plan.explain_no_plan`` explain."""
+    need = ev.context.workload.pmf > 0
+    sizes = inventory_sizes(ev, inventory)
+    ok = served_lengths(ev, sizes)
+    together = served_together(ev, sizes, {e.name: e.count for e in inventory.entries})
+    # no two islands fit at all: the model's footprint, not the SLO (planner.plan says so)
+    ok["together"] = together if together.any() else ok["prefill"] & ok["decode"]
+    return need & ~ok["together"], ok
+
+
+def _exempt_reason(ctx: PlanningContext, missing: np.ndarray, ok: Mapping[str, np.ndarray]
+                   ) -> str:
+    parts = []
+    budget, ttft = ctx.table_slo.ttft_ms, ctx.slo.ttft_ms
+    if (missing & ~ok["prefill"]).any() and budget is not None and ttft is not None:
+        parts.append(f"no island prefills them in one pass of at most {budget:,g} ms"
+                     + ("" if budget == ttft else
+                        f", the {budget / ttft:.0%} of the {ttft:,g} ms TTFT a pass gets"))
+    if (missing & ~ok["decode"]).any() and ctx.slo.tpot_ms is not None:
+        parts.append(f"no island decodes them within the {ctx.slo.tpot_ms:g} ms TPOT")
+    if (missing & ok["prefill"] & ok["decode"]).any():
+        parts.append("the only islands that serve some of them within the SLO leave too "
+                     "few GPUs for an island of the other phase")
+    return "; ".join(parts) or "no island serves them within the SLO"
+
+
+def _exempt_intervals(missing: np.ndarray, served: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """The runs of lengths no island serves between the shortest and the longest length
+    of ``missing`` (lengths without demand inside them included: they cost nothing)."""
+    where = np.flatnonzero(missing)
+    bad = ~served
+    bad[: where.min()] = False
+    bad[where.max() + 1:] = False
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(np.int8), [0]])))
+    return tuple((int(lo), int(hi))
+                 for lo, hi in zip(edges[::2], edges[1::2] - 1, strict=True))
+
+
+def within_allowance(share: float) -> bool:
+    """Whether requests making up ``share`` of the workload may miss the SLO by
+    construction (no island can serve them) and the plan still keep its promise."""
+    return share <= SLO_EXEMPT_SHARE
+
+
+def slo_allowance(ev: LayoutEvaluator, inventory: Inventory) -> SloExemption | None:
+    """The lengths no island of ``inventory`` serves within the SLO, when their share
+    of requests is :func:`within_allowance` and every one of them is served once the ceilings
+    are dropped there (not, say, a prompt whose KV cache fits nowhere); else None."""
+    c = ev.context
+    if c.slo.ttft_ms is None and c.slo.tpot_ms is None:
+        return None
+    strict = strict_evaluator(ev)
+    missing, ok = unserved_lengths(strict, inventory)
+    share = float(c.workload.pmf[missing].sum())
+    if not missing.any() or not within_allowance(share):
+        return None
+    lengths = np.flatnonzero(missing)
+    exemption = SloExemption(share, (int(lengths.min()), int(lengths.max())),
+                             _exempt_intervals(missing, ok["together"]),
+                             _exempt_reason(c, missing, ok))
+    relaxed = LayoutEvaluator(replace(c, slo_exempt=exemption), ev.solver)
+    if unserved_lengths(relaxed, inventory)[0].any():
+        return None
+    return exemption
+
+
+def with_slo_allowance(ctx: PlanningContext, inventory: Inventory) -> PlanningContext:
+    """``ctx`` with :attr:`PlanningContext.slo_exempt` set from :func:`slo_allowance`
+    on ``inventory`` (None where every length meets the SLO or too many cannot)."""
+    ctx = replace(ctx, slo_exempt=None) if ctx.slo_exempt is not None else ctx
+    if ctx.slo.ttft_ms is None and ctx.slo.tpot_ms is None:
+        return ctx
+    exemption = slo_allowance(LayoutEvaluator(ctx, make_inner_solver("maxrate")), inventory)
+    return ctx if exemption is None else replace(ctx, slo_exempt=exemption)
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.3g}%"

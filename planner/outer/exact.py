@@ -20,12 +20,30 @@ weight-free inner formulation of planner.inner.max_rate with the island counts m
 decision variables, so its optimum is the global optimum of the model; the BO's gap is
 measured against it.  With ``target_rps`` the MILP instead minimises $/h with T fixed.
 
+Colocated islands (role A, "both": one island serves both phases of its requests,
+perfmodel.colocated) are a third role when the planning context offers them
+(``PlanningContext.colocated``): columns n[t,g,A] with shares y[t,g,A,j] and the
+evaluator's colocated range rates bA[t,g,j] (``LayoutEvaluator.both_range_table``: no KV
+moves, so no network cap), whose service counts in both phases' rows, exactly as in the
+inner MILP (planner.inner.max_rate.build_max_rate):
+
+    sum_{t,g} bP[t,g,j] y[t,g,P,j] + bA[t,g,j] y[t,g,A,j] >= p_j T   for all j
+    sum_{t,g} bD[t,g,j] y[t,g,D,j] + bA[t,g,j] y[t,g,A,j] >= p_j T   for all j
+
+and the coverage rows count colocated islands for both roles (for integer counts
+"P >= 1 and D >= 1, or A >= 1": a range is served colocated or disaggregated).  The
+inner MILP the evaluator scores a layout with is this problem with the counts fixed,
+so a layout's score is at least the MILP's T for it (to the solvers' gaps), and the
+optimum is the model's over prefill, decode and colocated islands.
+
 Dominated sizes are pruned before the MILP is built: size g of type t is dropped for
 role r when one smaller island, or two smaller islands g1 + g2 = g, of the same type
 give at least its throughput in every range (replacing it by them keeps every
 constraint and T: GPUs, and so cost, never increase), and when the island cannot serve
-role r at all.  These tests are sufficient, not necessary, so pruning never removes an
-optimum.
+role r at all.  A colocated size is also dropped when a prefill island g1 and a decode
+island g2 of the type with g1 + g2 <= g each give at least its colocated rate in every
+range (they serve what it served in both rows).  These tests are sufficient, not
+necessary, so pruning never removes an optimum.
 
 HiGHS reports its own status: a time-limited incumbent is reported as "time_limit" with
 the proven bound and gap, never as optimal.
@@ -35,6 +53,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +73,12 @@ from planner.outer.protocol import (
 from planner.outer.tracking import Tracker
 
 ROLES = ("prefill", "decode")
+#: The colocated role (both phases on one island), as the inner solver names it.
+COLOCATED = "both"
+
+#: (type, size) -> (bP, bD) range tables; (type, size) -> bA colocated range rates.
+Tables = Mapping[tuple[str, int], tuple[np.ndarray, np.ndarray]]
+BothTables = Mapping[tuple[str, int], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -133,62 +158,93 @@ def candidate_sizes(space: SearchSpace, max_island: int | None = None) -> dict[s
     return out
 
 
-def prune(tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
-          sizes: dict[str, list[int]], tol: float = 1e-9) -> tuple[list[Candidate], int]:
+def _dominated(b: np.ndarray, g: int, options: list[int], allowed: set[int],
+               column: Mapping[int, np.ndarray], tol: float) -> bool:
+    """Whether an island of size ``g`` with rates ``b`` is matched, within ``tol`` in
+    every range, by one smaller island or two smaller ones g1 + (g - g1) of the same
+    type and role (``column[size]``: that role's rates)."""
+    floor = (1.0 - tol) * b - 1e-12 * b.max()
+    # a smaller island alone (the rest of the GPUs unused) ...
+    if any(np.all(column[g1] >= floor) for g1 in options if g1 < g):
+        return True
+    # ... or two smaller islands side by side
+    return any(np.all(column[g1] + column[g - g1] >= floor)
+               for g1 in options if g1 <= g - g1 and (g - g1) in allowed)
+
+
+def prune(tables: Tables, sizes: dict[str, list[int]], tol: float = 1e-9,
+          both: BothTables | None = None) -> tuple[list[Candidate], int]:
     """Keep (type, size, role) columns that serve the role and are not dominated by one
     or two smaller islands of the same type delivering at least (1 - tol) of their
     throughput in every range.  With tol > 0 the pruned optimum is within a factor
     (1 - tol) of the full one (each dropped island can be replaced by islands giving
-    (1 - tol) of its service), so bound / (1 - tol) bounds the full problem."""
+    (1 - tol) of its service), so bound / (1 - tol) bounds the full problem.
+
+    ``both``: colocated range rates per (type, size) (role ``"both"``), None when the
+    context offers no colocated islands.  A colocated column is pruned like the others
+    (by smaller colocated islands), and also when a prefill island g1 and a decode
+    island g2 of its type with g1 + g2 <= g each give (1 - tol) of its rate in every
+    range: they put at least that into both phases' rows."""
     kept, dropped = [], 0
     for gpu, options in sizes.items():
         allowed = set(options)
         for r, role in enumerate(ROLES):
+            column = {g: tables[(gpu, g)][r] for g in options}
             for g in options:
-                b = tables[(gpu, g)][r]
-                if not np.any(b > 0):
-                    dropped += 1
-                    continue
-                floor = (1.0 - tol) * b - 1e-12 * b.max()
-                # a smaller island alone (the rest of the GPUs unused) ...
-                dominated = any(np.all(tables[(gpu, g1)][r] >= floor)
-                                for g1 in options if g1 < g)
-                # ... or two smaller islands side by side
-                dominated = dominated or any(
-                    np.all(tables[(gpu, g1)][r] + tables[(gpu, g - g1)][r] >= floor)
-                    for g1 in options if g1 <= g - g1 and (g - g1) in allowed)
-                if dominated:
+                b = column[g]
+                if not np.any(b > 0) or _dominated(b, g, options, allowed, column, tol):
                     dropped += 1
                 else:
                     kept.append(Candidate(gpu, g, role, b))
+        if both is None:
+            continue
+        column = {g: np.asarray(both[(gpu, g)], float) for g in options}
+        for g in options:
+            b = column[g]
+            if not np.any(b > 0) or _dominated(b, g, options, allowed, column, tol):
+                dropped += 1
+                continue
+            floor = (1.0 - tol) * b - 1e-12 * b.max()
+            # the smallest prefill island and the smallest decode island each covering it
+            pre = [g1 for g1 in options if np.all(tables[(gpu, g1)][0] >= floor)]
+            dec = [g2 for g2 in options if np.all(tables[(gpu, g2)][1] >= floor)]
+            if pre and dec and min(pre) + min(dec) <= g:
+                dropped += 1
+            else:
+                kept.append(Candidate(gpu, g, COLOCATED, b))
     return kept, dropped
 
 
-def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
-                prob: np.ndarray, *, time_limit: float = 600.0, mip_rel_gap: float = 1e-4,
+def solve_exact(space: SearchSpace, tables: Tables, prob: np.ndarray, *,
+                time_limit: float = 600.0, mip_rel_gap: float = 1e-4,
                 prune_tol: float = 0.0, max_island: int | None = None,
                 node_limit: int | None = None, relax: bool = False,
-                keep: set[tuple[str, int, str]] | None = None) -> ExactResult:
+                keep: set[tuple[str, int, str]] | None = None,
+                both: BothTables | None = None) -> ExactResult:
     """Solve the MILP above.  ``tables[(type, size)] = (bP, bD)`` over the ranges;
-    ``max_island`` caps island sizes (see :func:`candidate_sizes`).  ``relax`` solves the
-    LP relaxation and rounds its island counts (:func:`round_counts`): a layout near the
-    optimum for the price of one LP (the BO's warm start), reported with status
-    ``"relaxed"``.  ``keep`` restricts the columns to those (type, size, role) -- the
-    optimum of that restriction is a feasible layout, not the global optimum."""
+    ``both[(type, size)] = bA``, the colocated rates, adds colocated columns (role
+    ``"both"``; None: none, the disaggregated MILP); ``max_island`` caps island sizes
+    (see :func:`candidate_sizes`).  ``relax`` solves the LP relaxation and rounds its
+    island counts (:func:`round_counts`): a layout near the optimum for the price of one
+    LP (the BO's warm start), reported with status ``"relaxed"``.  ``keep`` restricts
+    the columns to those (type, size, role) -- the optimum of that restriction is a
+    feasible layout, not the global optimum."""
     t0 = time.perf_counter()
     sizes = candidate_sizes(space, max_island)
-    cands, dropped = prune(tables, sizes, tol=prune_tol if prune_tol > 0 else 1e-9)
+    cands, dropped = prune(tables, sizes, tol=prune_tol if prune_tol > 0 else 1e-9,
+                           both=both)
     if keep is not None:
         cands = [c for c in cands if (c.gpu, c.size, c.role) in keep]
     price = {t.name: t.price_per_hour for t in space.types}
     avail = {t.name: t.available for t in space.types}
     active = np.flatnonzero(prob > 0)
     n_c, n_j = len(cands), len(active)
-    if n_c == 0 or not any(c.role == "prefill" for c in cands) or not any(
-            c.role == "decode" for c in cands):
+    have = {c.role for c in cands}
+    if not ({"prefill", "decode"} <= have or COLOCATED in have):
         return ExactResult("infeasible", (), (), 0.0, 0.0, 0.0, 0.0,
                            time.perf_counter() - t0, n_c, dropped,
-                           "no island size of any type can serve both prefill and decode")
+                           "no island size of any type can serve both prefill and decode"
+                           + (" (disaggregated or colocated)" if both is not None else ""))
     # Work in units of the largest throughput so that coefficients are O(1) for HiGHS.
     scale = max(float(c.rps.max()) for c in cands)
     target = space.target_rps / scale if space.target_rps else None
@@ -205,25 +261,35 @@ def solve_exact(space: SearchSpace, tables: dict[tuple[str, int], tuple[np.ndarr
     cols = np.concatenate([np.concatenate([y_cols[c], [n_cols[c]]]) for c in range(n_c)])
     vals = np.tile(np.concatenate([np.ones(n_j), [-1.0]]), n_c)
     b.add_rows(n_c, rows, cols, vals, upper=0.0)
-    # service: sum_c b[c, j] y[c, j] - p_j T >= 0, per role and active range
+    # service: sum_c b[c, j] y[c, j] - p_j T >= 0, per role and active range; a
+    # colocated column serves both roles' rows with its one share
     for role in ROLES:
-        idx = [k for k, c in enumerate(cands) if c.role == role]
+        idx = [k for k, c in enumerate(cands) if c.role in (role, COLOCATED)]
         bmat = np.array([cands[k].rps[active] for k in idx]) / scale  # (K, J')
         rows = np.concatenate([np.tile(np.arange(n_j), len(idx)), np.arange(n_j)])
         cols = np.concatenate([y_cols[idx].ravel(), np.full(n_j, t_col[0])])
         vals = np.concatenate([bmat.ravel(), -prob[active]])
         b.add_rows(n_j, rows, cols, vals, lower=0.0)
     # coverage: sum n[c] over the islands able to serve range j >= 1, per role and
-    # active range.  Implied by the service rows for integer n, but not within HiGHS's
-    # tolerances: a range with tiny demand is otherwise "served" by a y of 1e-5 under an
-    # n that rounds to zero islands, a layout that cannot serve it at all.
+    # active range (colocated islands count for both roles).  Implied by the service
+    # rows for integer n, but not within HiGHS's tolerances: a range with tiny demand is
+    # otherwise "served" by a y of 1e-5 under an n that rounds to zero islands, a layout
+    # that cannot serve it at all.
     if not relax:
         covers: set[frozenset[int]] | list[tuple[int, ...]]  # a set, then sorted tuples
         covers = set()
         for role in ROLES:
-            idx = [k for k, c in enumerate(cands) if c.role == role]
+            idx = [k for k, c in enumerate(cands) if c.role in (role, COLOCATED)]
             for j in active:
-                covers.add(frozenset(k for k in idx if cands[k].rps[j] > 0))
+                cover = frozenset(k for k in idx if cands[k].rps[j] > 0)
+                if not cover:  # its service row would hold only within tolerances
+                    return ExactResult(
+                        "infeasible", (), (), 0.0, 0.0, 0.0, 0.0,
+                        time.perf_counter() - t0, n_c, dropped,
+                        f"no island size of any type can {role} range {j} "
+                        f"(p={prob[j]:.3g})" + (" or serve it colocated"
+                                                if both is not None else ""))
+                covers.add(cover)
         covers = sorted(tuple(sorted(cv)) for cv in covers if cv)
         if covers:
             rows = np.concatenate([np.full(len(cv), r) for r, cv in enumerate(covers)])
@@ -324,7 +390,9 @@ class ExactSearch:
 
     It needs the per-(type, size) range tables, not just a layout score, so the
     objective must be a :class:`planner.context.evaluate.LayoutEvaluator`.  Its one "history"
-    point is the optimum; ``settings`` records the bound, gap and status.
+    point is the optimum; ``settings`` records the bound, gap and status.  Where the
+    evaluator's context offers colocated islands the MILP has colocated columns too
+    (the evaluator's ``both_range_table``), so its optimum is over all three roles.
     """
 
     name = "exact"
@@ -341,7 +409,8 @@ class ExactSearch:
         proven gap (status ``"work_limit"``): the same answer on any machine at any
         load; ``time_limit`` is only a safety net.  ``polish``: evaluations of local
         refinement (:mod:`planner.outer.polish`) from the MILP's layout, scored by the
-        full objective -- for what the MILP leaves out (colocated islands)."""
+        full objective -- for what the MILP leaves out (island sizes pruned within
+        ``prune_tol`` or off the size lattice, an incumbent stopped by the node limit)."""
         self.node_limit = node_limit
         self.polish = int(polish)
         self.time_limit = time_limit
@@ -354,22 +423,52 @@ class ExactSearch:
                ) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
         """The evaluator's range tables of every candidate island size (the evaluator
         caches them, so a second search over the same space builds nothing)."""
+        return self._tables(space, evaluator, progress)[0]
+
+    def colocated_tables(self, space: SearchSpace, evaluator
+                         ) -> dict[tuple[str, int], np.ndarray] | None:
+        """The evaluator's colocated range rates of every candidate island size, or
+        None where its context offers no colocated islands (or it has no such tables)."""
+        return self._tables(space, evaluator)[1]
+
+    @staticmethod
+    def offers_colocated(evaluator) -> bool:
+        """Whether ``evaluator`` scores colocated islands: its context offers them and
+        it has their range rates (:meth:`LayoutEvaluator.both_range_table`)."""
+        ctx = getattr(evaluator, "context", None)
+        return bool(getattr(ctx, "colocated", False)) and hasattr(evaluator,
+                                                                  "both_range_table")
+
+    def _tables(self, space: SearchSpace, evaluator, progress=None
+                ) -> tuple[dict[tuple[str, int], tuple[np.ndarray, np.ndarray]],
+                           dict[tuple[str, int], np.ndarray] | None]:
+        """(bP, bD) of every candidate size and, in a colocated context, bA (a size
+        whose colocated table is missing serves nothing colocated)."""
         sizes = candidate_sizes(space, self.max_island)
-        total = sum(len(v) for v in sizes.values())
-        tables = {}
+        colocated = self.offers_colocated(evaluator)
+        total = sum(len(v) for v in sizes.values()) * (2 if colocated else 1)
+        tables: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        both: dict[tuple[str, int], np.ndarray] | None = {} if colocated else None
+        done = 0
         for gpu, options in sizes.items():
             for g in options:
                 tables[(gpu, g)] = evaluator.range_tables(gpu, g)
+                done += 1
+                if both is not None:
+                    a = evaluator.both_range_table(gpu, g)
+                    both[(gpu, g)] = (np.zeros_like(tables[(gpu, g)][0]) if a is None
+                                      else np.asarray(a, float))
+                    done += 1
                 if progress:
-                    progress(len(tables), total, 0.0)
-        return tables
+                    progress(done, total, 0.0)
+        return tables, both
 
     def solve(self, space: SearchSpace, evaluator, progress=None) -> ExactResult:
-        tables = self.tables(space, evaluator, progress)
+        tables, both = self._tables(space, evaluator, progress)
         self.last = solve_exact(space, tables, np.asarray(evaluator.context.ranges.prob),
                                 time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap,
                                 prune_tol=self.prune_tol, max_island=self.max_island,
-                                node_limit=self.node_limit)
+                                node_limit=self.node_limit, both=both)
         return self.last
 
     def relaxed_layout(self, space: SearchSpace, evaluator, *, reach: int = 2,
@@ -383,10 +482,11 @@ class ExactSearch:
         tends to use the sizes the LP likes, or their neighbours, rounded).  Falls back
         to the rounded LP counts (:func:`round_counts`) if the restriction has no
         solution; empty if the relaxation has none either."""
-        tables = self.tables(space, evaluator)
+        tables, both = self._tables(space, evaluator)
         prob = np.asarray(evaluator.context.ranges.prob)
         lp = solve_exact(space, tables, prob, time_limit=self.time_limit,
-                         prune_tol=self.prune_tol, max_island=self.max_island, relax=True)
+                         prune_tol=self.prune_tol, max_island=self.max_island, relax=True,
+                         both=both)
         if not lp.support:
             return lp.layout
         # the LP's columns +- reach, and the sizes it likes for every type and role: the
@@ -395,11 +495,12 @@ class ExactSearch:
         sizes = candidate_sizes(space, self.max_island)
         keep = {(g, sizes[g][k], r) for g, n, r in lp.support
                 for k in range(len(sizes[g])) if abs(k - sizes[g].index(n)) <= reach}
+        roles = ROLES if both is None else (*ROLES, COLOCATED)
         keep |= {(t.name, n, r) for t in space.types for _, n, _ in lp.support
-                 for r in ROLES}
+                 for r in roles}
         res = solve_exact(space, tables, prob, time_limit=self.time_limit,
                           prune_tol=self.prune_tol, max_island=self.max_island,
-                          node_limit=node_limit, keep=keep)
+                          node_limit=node_limit, keep=keep, both=both)
         return res.layout or lp.layout
 
     def search(self, space: SearchSpace, objective, *, seed: int = 0, progress=None,
@@ -410,6 +511,7 @@ class ExactSearch:
         res = self.solve(space, objective, progress)
         settings = {"status": res.status, "bound": res.bound, "gap": res.gap,
                     "candidates": res.candidates, "pruned": res.pruned,
+                    "colocated": self.offers_colocated(objective),
                     "time_limit": self.time_limit, "node_limit": self.node_limit,
                     "prune_tol": self.prune_tol,
                     "message": res.message}

@@ -17,6 +17,7 @@ from typing import Any
 from perfmodel.validation import shipped_summary
 from planner.report.facts import (
     DASH,
+    best_alternative,
     fmt,
     gpu_lines,
     gpus_per_node,
@@ -75,12 +76,37 @@ def _slo_text(plan: Mapping[str, Any]) -> str:
 
 
 def _latency_text(plan: Mapping[str, Any]) -> str | None:
+    """Latency "at this load": simulated at the headline when the plan went through the
+    closed loop, else the perf model's prediction (and said so)."""
+    sim = (plan["summary"].get("closed_loop") or {}).get("latency_at_headline_ms")
+    if sim:
+        return (f"simulated at this load: TTFT p50 {fmt(sim.get('ttft_p50_ms'))} ms, p90 "
+                f"{fmt(sim.get('ttft_p90_ms'))} ms; TPOT p50 {fmt(sim.get('tpot_p50_ms'))} "
+                f"ms, p90 {fmt(sim.get('tpot_p90_ms'))} ms")
     lat = plan["summary"].get("latency_ms") or {}
     if not lat:
         return None
-    return (f"predicted at this load: TTFT p50 {fmt(lat.get('ttft_p50'))} ms, p90 "
-            f"{fmt(lat.get('ttft_p90'))} ms; TPOT p50 {fmt(lat.get('tpot_p50'))} ms, p90 "
-            f"{fmt(lat.get('tpot_p90'))} ms")
+    return (f"predicted by the perf model (not simulated): TTFT p50 "
+            f"{fmt(lat.get('ttft_p50'))} ms, p90 {fmt(lat.get('ttft_p90'))} ms; TPOT p50 "
+            f"{fmt(lat.get('tpot_p50'))} ms, p90 {fmt(lat.get('tpot_p90'))} ms")
+
+
+def promise_text(loop: Mapping[str, Any]) -> str:
+    """How the headline was verified, in one sentence (the closed loop's record)."""
+    seeds = loop.get("seeds") or []
+    by_seed = [num(x) for x in loop.get("slo_attainment_by_seed") or []]
+    text = (f"in simulation with the '{loop.get('router', 'range')}' router, "
+            f"{pct(min(by_seed) if by_seed else math.nan)} of requests meet the SLO at this "
+            f"rate (the lowest of {len(by_seed)} seeds, {len(seeds) - 1} of them never used "
+            "by the search)")
+    ref = num(loop.get("reference_router_attainment"))
+    if math.isfinite(ref):
+        text += f"; under the '{loop.get('reference_router')}' router {pct(ref)}"
+    sat = num(loop.get("saturation_requests_per_s"))
+    if math.isfinite(sat):
+        text += (f"; saturation throughput {fmt(sat)} requests/s (the most it completes, "
+                 "SLO or not)")
+    return text
 
 
 def confidence(plan: Mapping[str, Any]) -> str:
@@ -101,10 +127,8 @@ def confidence(plan: Mapping[str, Any]) -> str:
         return f"not simulated (--no-sim-check): this is the perf model's figure; {model}"
     analytic = num(loop.get("analytic_requests_per_s"))
     ratio = num(s["requests_per_s"]) / analytic if analytic > 0 else math.nan
-    held = (f"in a simulation of this plan {pct(loop.get('sustained_fraction'))} of "
-            f"arrivals complete at this rate and {pct(loop.get('slo_attainment_at_90pct'))} "
-            f"of requests meet the SLO at 90 % of it; the perf model alone predicts "
-            f"{fmt(analytic)} requests/s (×{fmt(ratio)} after simulation)")
+    held = (f"{promise_text(loop)}; the perf model alone predicts {fmt(analytic)} "
+            f"requests/s (×{fmt(ratio)} after simulation)")
     return f"{held}; {model}"
 
 
@@ -133,15 +157,33 @@ def answer(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
     out.append(("Capacity to budget against", capacity + (f"; {lat}" if lat else "")))
     target = num(req.get("target_rps"))
     if math.isfinite(target):
-        met = num(s["requests_per_s"]) >= target * (1 - 1e-9)
-        out.append(("Target", f"{fmt(target)} requests/s: {'met' if met else 'NOT met'}"))
+        loop = s.get("closed_loop") or {}
+        held = num(loop.get("target_attainment"))
+        if math.isfinite(held):
+            text = (f"{fmt(target)} requests/s: met -- {pct(held)} of requests meet the "
+                    "SLO at the target rate (the lowest of the simulated seeds)")
+        else:
+            met = num(s["requests_per_s"]) >= target * (1 - 1e-9)
+            text = (f"{fmt(target)} requests/s: {'met' if met else 'NOT met'} on the perf "
+                    "model" + ("" if loop else " (not simulated)"))
+        out.append(("Target", text))
     out.append(("How sure", confidence(plan)))
-    best = s.get("best_homogeneous")
-    if best:
-        out.append(("Instead of one GPU type",
-                    f"{fmt(homogeneous_ratio(plan))}× the requests/s of the best "
-                    f"single-type plan for the same money ({best.get('label', DASH)}: "
-                    f"{fmt(best.get('requests_per_s'))} requests/s)"))
+    chosen = s.get("answer_from")
+    if chosen:
+        out.append(("Why this plan", str(chosen.get("why"))))
+    alt = best_alternative(plan)
+    if alt is not None:
+        ratio = homogeneous_ratio(plan)
+        if math.isfinite(target):
+            text = (f"the cheapest single-type plan that holds the target is "
+                    f"{alt['label']} at {money(alt['cost_per_hour'])}")
+        else:
+            text = (f"{fmt(ratio)}× the requests/s of the best single-type plan for the "
+                    f"same budget ({alt['label']}: {fmt(alt.get('requests_per_s'))} "
+                    "requests/s at the SLO")
+            text += (f", {money(alt.get('cost_per_hour'))}; all that is available)"
+                     if alt.get("capped_by_availability") else ")")
+        out.append(("Instead of one GPU type", text))
     return out
 
 
@@ -189,12 +231,21 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
            "The simulation models queueing, batching and KV-cache transfers over the "
            "network tiers; it does not model GPU failures, restarts, stragglers or load "
            "spikes beyond the workload's arrival process."]
+    exempt = s.get("slo_exempt")
+    if exempt:
+        lo, hi = exempt["lengths"]
+        span = f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+        out.insert(0, f"{100 * exempt['share']:.3g}% of requests (prompts of {span} tokens) "
+                      "cannot meet the SLO on any island of this inventory "
+                      f"({exempt['reason']}); they are served and count as misses "
+                      "against the 1% allowance.")
     if not loop:
         out.insert(0, "The capacity was NOT checked in simulation (--no-sim-check): it is "
                       "the performance model's figure.")
     elif loop.get("bound") == "slo":
-        out.insert(0, "The perf model's capacity missed the SLO in simulation; the "
-                      "headline was lowered until it held.")
+        out.insert(0, "At the perf model's capacity the SLO did not hold in simulation; "
+                      "the capacity is the highest rate at which it held, below the "
+                      "saturation throughput.")
     if not (req.get("slo") or {}).get("ttft_ms") and not (req.get("slo") or {}).get("tpot_ms"):
         out.append("No latency ceiling was set: the plan maximises throughput only, so "
                    "latencies can be long.")

@@ -230,14 +230,33 @@ def servers_used(plan: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
+def best_alternative(plan: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The best single-type alternative that went through the closed loop (the most
+    requests/s at the SLO; in target mode the cheapest that holds the target), or the
+    analytic best homogeneous plan when the plan was not simulated."""
+    s = plan["summary"]
+    alts = [a for a in s.get("alternatives") or []
+            if a.get("gpu") and num(a.get("requests_per_s")) > 0]
+    if alts:
+        if num(plan["request"].get("target_rps")) > 0:
+            return min(alts, key=lambda a: num(a.get("cost_per_hour")))
+        return max(alts, key=lambda a: num(a.get("requests_per_s")))
+    if s.get("alternatives") is not None:
+        return None
+    best = s.get("best_homogeneous")
+    return dict(best) if best else None
+
+
 def homogeneous_ratio(plan: Mapping[str, Any]) -> float:
-    """This plan's requests/s over the best single-type plan's, at the same budget."""
-    best = plan["summary"].get("best_homogeneous")
+    """This plan's requests/s over the best single-type plan's, both by the same
+    promise (the closed loop's headline) when the plan was simulated."""
+    best = best_alternative(plan)
     if not best:
         return math.nan
-    r = num(best.get("ratio"))
-    if math.isfinite(r):
-        return r
+    if not plan["summary"].get("alternatives"):
+        r = num(best.get("ratio"))
+        if math.isfinite(r):
+            return r
     base = num(best.get("requests_per_s"))
     return num(plan["summary"]["requests_per_s"]) / base if base > 0 else math.nan
 

@@ -48,6 +48,12 @@ def _tiles(plan: Mapping[str, Any]) -> str:
     return tiles(items)
 
 
+def _target_html(plan: Mapping[str, Any]) -> list[str]:
+    tried = sections.target_table(plan)
+    return [] if tried is None else ["<h3>The plans tried for the target</h3>",
+                                     html_table(tried, terms=TERMS)]
+
+
 def _figure(name: str, png: bytes) -> str:
     _make, fig_title, caption = FIGURES[name]
     return figure(name, png, fig_title, caption)
@@ -108,10 +114,10 @@ def render_html(plan: Mapping[str, Any], pngs: Mapping[str, bytes],
             html_table(answer.island_groups(plan), terms=TERMS),
             _figure("islands.png", pngs["islands.png"]),
             '<h2 id="alternatives">Alternatives</h2>',
-            "<p>The best plan using a single GPU type for the same money, and the "
-            f"{term('exact optimum', TERMS['exact optimum'])} of the same model. "
+            f"<p>{escape(sections.ALTERNATIVES_NOTE)} "
             f"{escape(optimum_sentence(plan))}</p>",
             html_table(sections.baselines_table(plan), terms=TERMS),
+            *_target_html(plan),
             '<h2 id="caveats">Assumptions and caveats</h2><div class="caveats"><ul>',
             *(f"<li>{escape(c)}</li>" for c in answer.caveats(plan)), "</ul></div>",
             '<h2 id="plots">How the plan uses its GPUs</h2>',

@@ -59,10 +59,11 @@ def render_markdown(plan: Mapping[str, Any], sims: Sequence[Mapping[str, Any]] =
               "parallelism and batch (see Terms used).", "",
               md_table(answer.island_groups(plan)), ""]
     parts += _figure_md("islands.png")
-    parts += ["## Alternatives", "",
-              "The best plan using a single GPU type for the same money, and the exact "
-              f"optimum of the same model. {optimum_sentence(plan)}", "",
-              md_table(sections.baselines_table(plan)), ""]
+    parts += ["## Alternatives", "", f"{sections.ALTERNATIVES_NOTE} "
+              f"{optimum_sentence(plan)}", "", md_table(sections.baselines_table(plan)), ""]
+    tried = sections.target_table(plan)
+    if tried:
+        parts += ["### The plans tried for the target", "", md_table(tried), ""]
     parts += ["## Assumptions and caveats", ""]
     parts += [f"- {_escape(c)}" for c in answer.caveats(plan)] + [""]
     parts += ["## How the plan uses its GPUs", ""]

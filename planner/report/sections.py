@@ -29,7 +29,8 @@ Table = tuple[list[str], list[list[str]]]
 
 LATENCY_NOTE = ("Planned: the perf model's pass and step times over the requests each "
                 "island serves at the plan's capacity (TTFT without queueing). Simulated: "
-                "the closed-loop check at 90 % of the capacity, queueing included.")
+                "the closed loop's simulation at the capacity itself, queueing and KV "
+                "transfers included (the first token is streamed by the decode island).")
 NETWORK_NOTE = ("Prompt KV caches moved from prefill to decode islands at the plan's "
                 "capacity, by the tier they cross once the islands are placed (islands "
                 "serving the same lengths sit together).")
@@ -100,10 +101,18 @@ def throughput_table(plan: Mapping[str, Any]) -> Table:
         rows += [["  perf model's capacity (analytic)", fmt(analytic)],
                  ["  capacity ÷ analytic", fmt(num(s["requests_per_s"]) / analytic)
                   if analytic > 0 else DASH],
+                 ["  saturation throughput (completed when overloaded; SLO not held)",
+                  fmt(loop.get("saturation_requests_per_s"))],
                  ["  simulated at the capacity: completed ÷ arrived",
                   pct(loop.get("sustained_fraction"))],
-                 ["  SLO attainment simulated at 90 % of it",
-                  pct(loop.get("slo_attainment_at_90pct"))]]
+                 [f"  SLO attainment at the capacity, '{loop.get('router', 'range')}' "
+                  "router (lowest seed)", pct(loop.get("slo_attainment"))],
+                 ["  seeds simulated (the first is the search's)",
+                  ", ".join(str(x) for x in loop.get("seeds") or []) or DASH]]
+        if loop.get("reference_router_attainment") is not None:
+            rows.append([f"  SLO attainment at the capacity, "
+                         f"'{loop.get('reference_router')}' router",
+                         pct(loop.get("reference_router_attainment"))])
     if s.get("thesis_evaluated_requests_per_s") is not None:
         rows.append(["  every length evaluated on its own (seed 002 §5.2.2)",
                      fmt(s["thesis_evaluated_requests_per_s"])])
@@ -123,16 +132,13 @@ def throughput_table(plan: Mapping[str, Any]) -> Table:
 
 def latency_table(plan: Mapping[str, Any]) -> Table | None:
     """Predicted latency at the planned load (perf model), the SLO, and what the
-    closed loop measured in simulation at 90 % of the capacity; None if not known."""
+    closed loop simulated at the capacity itself; None if not known."""
     s = plan["summary"]
     lat = s.get("latency_ms")
     if not lat:
         return None
     slo = plan["request"].get("slo") or {}
-    checks = (s.get("closed_loop") or {}).get("checks") or []
-    target = 0.9 * num(s["requests_per_s"])
-    sim = min(checks, key=lambda c: abs(num(c.get("offered_rps")) - target)) \
-        if checks else None
+    sim = (s.get("closed_loop") or {}).get("latency_at_headline_ms")
     rows = []
     for name, key, ceil in (("TTFT", "ttft", slo.get("ttft_ms")),
                             ("TPOT", "tpot", slo.get("tpot_ms"))):
@@ -155,25 +161,76 @@ def network_table(plan: Mapping[str, Any]) -> Table | None:
 
 
 def baselines_table(plan: Mapping[str, Any]) -> Table:
+    """This plan, each single-type alternative and the exact optimum.  Alternatives that
+    went through the closed loop show the same promise as this plan (requests/s at the
+    SLO in simulation); the exact optimum is the perf model's figure, and says so."""
     s = plan["summary"]
     mine = num(s["requests_per_s"])
+    target = num(plan["request"].get("target_rps")) > 0
     paid = [[isl.gpu.name, isl.size] for isl in deployment(plan).islands]
-    rows = [["this plan", layout_label(paid), fmt(mine),
-             money(s["cost_per_hour"]), str(s.get("status") or DASH), "1"]]
-    b = plan["baselines"]
-    entries = list(b.get("homogeneous") or [])
-    if b.get("exact"):
-        entries.append(b["exact"])
+    cost = num(s["cost_per_hour"])
+
+    def per_dollar(rate: float, dollars: float) -> str:
+        return fmt(rate / dollars) if rate > 0 and dollars > 0 else DASH
+
+    def versus(rate: float, dollars: float) -> str:
+        if target:
+            return fmt(cost / dollars) if rate > 0 and dollars > 0 else DASH
+        return fmt(mine / rate) if rate > 0 else DASH
+
+    status = "holds the SLO" if s.get("closed_loop") else str(s.get("status") or DASH)
+    rows = [["this plan", layout_label(paid), fmt(mine), money(cost), per_dollar(mine, cost),
+             status, "1"]]
+    alts = s.get("alternatives")
+    if alts is not None:
+        for a in alts:
+            rate, dollars = num(a.get("requests_per_s")), num(a.get("cost_per_hour"))
+            note = str(a.get("status") or DASH)
+            if a.get("why"):
+                note += f": {a['why']}"
+            if a.get("capped_by_availability"):
+                note += f" (all {a.get('available')} available)"
+            rows.append([str(a.get("label") or DASH), layout_label(a.get("layout")),
+                         fmt(rate), money(dollars), per_dollar(rate, dollars), note,
+                         versus(rate, dollars)])
+    entries = [] if alts is not None else list(plan["baselines"].get("homogeneous") or [])
+    if plan["baselines"].get("exact"):
+        entries.append(plan["baselines"]["exact"])
     for e in entries:
         v = num(e.get("requests_per_s"))
-        status = str(e.get("status") or DASH)
+        st = str(e.get("status") or DASH)
         gap = num(e.get("gap"))
         if math.isfinite(gap) and gap > 0:
-            status += f" (proven within {pct(gap)})"
-        rows.append([str(e.get("label") or DASH), layout_label(e.get("layout")), fmt(v),
-                     money(e.get("cost_per_hour")), status,
-                     fmt(mine / v) if v > 0 else DASH])
-    return (["plan", "islands", "requests/s", "cost", "status", "this plan ÷ it"], rows)
+            st += f" (proven within {pct(gap)})"
+        label = str(e.get("label") or DASH)
+        if s.get("closed_loop"):
+            label += " (perf model, not simulated)"
+        dollars = num(e.get("cost_per_hour"))
+        rows.append([label, layout_label(e.get("layout")), fmt(v),
+                     money(dollars if v > 0 else 0.0), per_dollar(v, dollars), st,
+                     versus(v, dollars)])
+    head = "this plan ÷ it" if not target else "this plan's cost ÷ its"
+    return (["plan", "islands", "requests/s", "cost", "requests/s per $/h", "status", head],
+            rows)
+
+
+ALTERNATIVES_NOTE = ("Each single GPU type planned alone -- up to the same budget within "
+                     "what is available, or for the same target -- and simulated the same "
+                     "way as this plan: requests/s is the rate at which the SLO holds. "
+                     "The exact optimum is the performance model's figure.")
+
+
+def target_table(plan: Mapping[str, Any]) -> Table | None:
+    """Target mode: each plan the closed loop tried, what it was planned for, its cost
+    and the rate at which its SLO held (None outside target mode)."""
+    rounds = ((plan["summary"].get("closed_loop") or {}).get("target_rounds")) or []
+    if not rounds:
+        return None
+    rows = [[str(k + 1), fmt(r.get("planned_for_rps")), money(r.get("cost_per_hour")),
+             fmt(r.get("headline_rps")), pct(r.get("attainment_at_target")),
+             "yes" if r.get("met") else "no"] for k, r in enumerate(rounds)]
+    return (["plan", "planned for, requests/s", "cost", "SLO holds up to, requests/s",
+             "SLO attainment at the target", "target met"], rows)
 
 
 def _value(x: Any) -> str:

@@ -58,9 +58,12 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
               available: dict[str, int], budget: float | None,
               search: SearchResult | None = None, homogeneous: list | None = None,
               exact=None, timings: dict[str, float] | None = None,
-              operating=None) -> dict[str, Any]:
+              operating=None, slo_exempt=None) -> dict[str, Any]:
     """Assemble the schema; every figure is read off the solver result and the
-    full-resolution evaluation, nothing recomputed here."""
+    full-resolution evaluation, nothing recomputed here.  ``slo_exempt``: the planning
+    context's :class:`planner.context.feasibility.SloExemption` (or its ``to_dict()``),
+    the input lengths no island can serve within the SLO that the plan serves
+    best-effort; written as ``summary.slo_exempt`` when there are any."""
     layout: Layout = tuple((a.gpu, a.size) for a in result.islands)
     used = layout_counts(tuple(i for i, a in zip(layout, result.islands, strict=True)
                                if a.role != "idle"))
@@ -122,6 +125,9 @@ def plan_dict(*, request: dict[str, Any], result: InnerResult, evaluation: Evalu
             "exact": exact_d,
             "bo_gap": bo_gap,
             **({"cost_gap": cost_gap} if cost_gap is not None else {}),
+            **({"slo_exempt": dict(slo_exempt.to_dict() if hasattr(slo_exempt, "to_dict")
+                                   else slo_exempt)}
+               if slo_exempt is not None else {}),
             **_latency(operating),
         },
         "islands": [_island(a, None if operating is None else operating.islands[i],

@@ -47,6 +47,26 @@ def _fail(source: str, field: str, problem: str) -> PlannerError:
     return PlannerError(f"{source}: field '{field}' {problem}")
 
 
+def _check_slo_exempt(exempt: Any, source: str) -> None:
+    """``summary.slo_exempt`` (optional): {share in [0, 1], lengths [lo, hi], reason}."""
+    if exempt is None:
+        return
+    where = "summary.slo_exempt"
+    if not isinstance(exempt, Mapping):
+        raise _fail(source, where, "must be an object or null")
+    check_number(exempt.get("share"), _at(source, f"{where}.share"), ge=0, le=1)
+    lengths = exempt.get("lengths")
+    if not isinstance(lengths, list) or len(lengths) != 2:
+        raise _fail(source, f"{where}.lengths", "must be [shortest, longest]")
+    for k, n in enumerate(lengths):
+        check_number(n, _at(source, f"{where}.lengths[{k}]"), integer=True, ge=0,
+                     le=MAX_FIGURE)
+    if lengths[0] > lengths[1]:
+        raise _fail(source, f"{where}.lengths", "must be [shortest, longest]")
+    if not isinstance(exempt.get("reason", ""), str):
+        raise _fail(source, f"{where}.reason", "must be text")
+
+
 def _array(d: Mapping[str, Any], key: str, where: str, source: str) -> list:
     if key not in d:
         raise _fail(source, f"{where}.{key}", "is missing")
@@ -146,6 +166,7 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
     for key in ("exact", "best_homogeneous", "closed_loop", "latency_ms", "network"):
         if summary.get(key) is not None and not isinstance(summary[key], Mapping):
             raise _fail(source, f"summary.{key}", "must be an object or null")
+    _check_slo_exempt(summary.get("slo_exempt"), source)
     for tier, load in (summary.get("network") or {}).items():  # KV traffic per tier
         where = f"summary.network.{tier}"
         if not isinstance(load, Mapping):

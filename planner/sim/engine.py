@@ -15,20 +15,70 @@ alone) and the batch takes ``L(sum n_i) + a sum_i (P(s_i) - P(h_i))`` seconds: t
 GEMMs, communication and overheads of one forward pass over the concatenated new tokens
 plus per-sequence causal attention (:func:`planner.sim.cluster.prefill_split`).  A
 batch of one prompt costs exactly the perf model's ``prefill_s[s]``.  The first output
-token comes out of the prefill (DistServe/Splitwise convention); a request with one
-output token is then done.
+token is computed by the prefill, but the user receives it from the decode island,
+when that island admits the request into its running batch (after the KV transfer and
+any wait for a batch slot): SGLang's and vLLM's prefill/decode disaggregation stream
+every token, the first included, from the decode instance, and seed 003 (§IV) measures
+TTFT there too.  So TTFT covers prefill, transfer and decode admission, and TPOT --
+``(t_done - t_first_token) / (tokens - 1)``, the benchmarks' definition (vLLM
+``benchmark_serving``, MLPerf Inference's LLM rules) -- is the decode island's own
+pace.  (The DistServe convention, first token at prefill end, charges the transfer and
+the admission wait to TPOT, where a 2-token answer behind a 10 k-token KV transfer
+misses any TPOT ceiling at any load.)  A request with one output token is done at the
+prefill's end.
 
-**Decode and colocated islands.**  Continuous batching (Orca, vLLM): at each iteration
-boundary the island admits queued requests FCFS while the batch is below ``max_batch``
-and their KV fits (context plus one step of growth for the whole batch); every running
-sequence then gains one token per step; each step takes ``step_time`` at group batch
-``ceil(n / dp)`` (the slowest group, the groups being synchronised by the MoE
-all-to-all) and the batch's mean context.  When the KV cache cannot hold the next step,
-the most recently admitted request is preempted (vLLM's recompute policy), requeued at
-the front, and pays a prefill of its whole context when readmitted.  On a ``both``
-island newly admitted prompts are prefilled inside the iteration (Orca / vLLM without
-chunked prefill): that iteration costs their batch prefill time plus the step time, so
-a long prompt stalls every running decode -- the interference seed 004 routes around.
+**Decode islands.**  Continuous batching (Orca, vLLM): at each iteration boundary the
+island admits queued requests FCFS while the batch is below ``max_batch`` and their KV
+fits (context plus one step of growth for the whole batch); every running sequence then
+gains one token per step; each step takes ``step_time`` at group batch ``ceil(n / dp)``
+(the slowest group, the groups being synchronised by the MoE all-to-all) and the
+batch's mean context.  When the KV cache cannot hold the next step, the most recently
+admitted request is preempted (vLLM's recompute policy), requeued at the front, and
+pays a prefill of its whole context when readmitted.
+
+**Colocated islands: chunked prefill.**  A ``both`` island runs as aggregated engines
+do by default -- vLLM (V1) and SGLang with chunked prefill, the stall-free batching of
+Sarathi-Serve (Agrawal et al., OSDI 2024) -- and as the perf model's colocated table
+assumes (:mod:`perfmodel.colocated` on :func:`perfmodel.aggregated.mixed_pass`: every
+pass generates a token for each running sequence and prefills prompt chunks in the
+same forward pass).  Each iteration has a token budget per attention group (the
+island's ``token_budget``, else ``prefill_token_budget``: vLLM's
+``max_num_batched_tokens``, the perf model's ``EngineProfile.prefill_token_budget``).
+The running decodes take one token each first; the rest goes to prompt chunks FCFS --
+the prompts already being prefilled, in admission order, then new admissions from the
+island's queue while budget is left, the batch (prefilling sequences included, as
+vLLM's ``max_num_seqs``) is below ``max_batch`` and their whole context's KV fits (it
+is reserved at admission, as SGLang does; vLLM allocates it chunk by chunk).  A prompt's
+first token comes out of the iteration that computes its last chunk (that pass samples
+it); from the next one it decodes a token per iteration.  The iteration costs what the
+mixed pass charges, from the island's own tables: the decode step of its ``b`` decode
+rows at their mean context, plus the GEMMs, collectives and overheads of the chunks'
+``c`` tokens on top of those rows, ``L(b + c) - L(b)``, plus the chunks' causal
+attention ``a sum (P(p_1) - P(p_0))`` (chunk ``[p_0, p_1)`` of its prompt); without
+decodes it is a prefill pass, so a lone prompt within the budget costs ``prefill_s[s]``.
+Why this policy: it is what the engines run and what the plan priced -- with whole
+prompts prefilled inside the iteration (Orca, vLLM without chunked prefill) a long
+prompt stalled every running decode for its whole prefill, every admission paid a
+separate pass (the weights read twice), and a ``dp``-group island prefilled all its
+admissions as one serial pass, so a 4 x H100 island of Llama-3.1-8B sustained a third
+of its planned rate (issue 28; docs/simulation.md has the measured agreement).
+
+A dense model's ``dp`` data-parallel replicas share no collective: each is an engine
+of its own (``max_batch / dp`` sequences, ``1 / dp`` of the KV, its own budget), and the
+island spreads its arrivals over them as vLLM's data-parallel front end does (the
+fewest ``4 waiting + running``).  MoE groups step together (the expert all-to-all): one
+batch of ``ceil(n / dp)`` decode rows per group, a prompt's chunk within one group's
+budget, and the iteration costs the slowest group's pass (the larger of the biggest
+chunk and an even share of the chunk tokens).  Preemption is the decode islands'
+(LIFO victim, recompute): a victim still being prefilled loses its chunks, and a
+recomputed context is prefilled in chunks again, its next token coming from the
+iteration that finishes it.  Islands without a layer model -- the seed-001 chains of
+:mod:`planner.sim.pipeline_cluster`, whose prefill table and budget already stand for
+their parallel prefill groups -- keep the whole-prompt iteration they were built for,
+as do islands with ``SimIsland.chunked_prefill`` off (seed 004's instances, vLLM without
+chunked prefill): newly admitted prompts are prefilled inside the iteration, which
+costs their batch prefill time plus the step time, so a long prompt stalls every
+running decode -- the interference seed 004 routes around.
 
 **Epochs.**  Between two changes of the batch (an admission, a completion, a
 preemption) its composition is fixed, so the island is advanced a whole *epoch* of
@@ -37,8 +87,10 @@ heap of finish steps) or the steps until the KV cache fills, and the time of ``K
 steps with a linearly growing context is closed-form
 (:func:`planner.sim.cluster.steps_time`).  An arrival that can be admitted splits the
 epoch at the next iteration boundary (:func:`planner.sim.cluster.steps_until`); one that
-cannot waits for the epoch's end, when memory frees.  One heap event per epoch, not per
-token: that is what makes ~10^5 simulated requests per wall second possible.
+cannot waits for the epoch's end, when memory frees.  On a colocated island every
+iteration with prompt chunks is an event of its own, and only iterations of decodes
+alone are batched into epochs.  One heap event per epoch, not per token: that is what
+makes ~10^5 simulated requests per wall second possible.
 
 **Router protocol.**  The engine is the :class:`planner.sim.protocol.ClusterView` the
 router reads.  ``HOLD`` on arrival keeps the request in a central FIFO queue whose head
@@ -48,7 +100,8 @@ is offered again every ``router.hold_interval_s`` and whenever an island frees c
 staying on the prefill island.  The wall time of every decision is recorded.
 
 Not modelled (stated so nobody reads more into the figures): the KV a prefill island
-holds until its transfer ends does not limit its prefill; chunked prefill; KV offload.
+holds until its transfer ends does not limit its prefill; chunked prefill on prefill
+islands (a prompt over the budget runs alone); KV offload.
 """
 
 from __future__ import annotations
@@ -95,20 +148,25 @@ class _Prefill:
 
 
 class _Decoder:
-    """A decode or colocated island: continuous batching advanced in epochs."""
+    """A decode or colocated island -- or one engine of a colocated island whose ``dp``
+    data-parallel replicas run independently (module docstring) --: continuous batching
+    advanced in epochs.  ``u`` is its index among all decoders (what its events carry),
+    ``i`` its island's."""
 
-    __slots__ = ("i", "both", "queue", "running", "fin", "n", "ctx", "step", "t0", "k",
+    __slots__ = ("i", "u", "both", "queue", "running", "fin", "n", "ctx", "step", "t0", "k",
                  "m0", "extra", "row", "ver", "active", "split", "rows", "dp", "max_batch",
-                 "cap", "lin", "a", "tail", "kick")
+                 "cap", "lin", "a", "tail", "kick", "chunked", "budget", "w", "nd", "pctx",
+                 "pf", "done_pf")
 
     def __init__(self, i: int, both: bool, rows: list, dp: int, max_batch: int, cap: int,
-                 lin: list[float], a: float, tail: float) -> None:
-        self.i, self.both, self.rows, self.dp = i, both, rows, dp
+                 lin: list[float], a: float, tail: float, *, u: int = 0,
+                 chunked: bool = False, budget: int = 0, w: float = 1.0) -> None:
+        self.i, self.u, self.both, self.rows, self.dp = i, u, both, rows, dp
         self.max_batch, self.cap, self.lin, self.a, self.tail = max_batch, cap, lin, a, tail
         self.queue: deque[int] = deque()
         self.running: dict[int, None] = {}  # insertion order = admission order (LIFO victim)
         self.fin: list[tuple[int, int, int]] = []  # (finish step, admission id, request)
-        self.n = 0  # running sequences
+        self.n = 0  # running sequences (a chunked island: prefilling ones included)
         self.ctx = 0  # sum of their contexts = KV tokens in use
         self.step = 0  # iterations done so far (global step counter of the island)
         self.t0 = self.extra = self.m0 = 0.0
@@ -118,6 +176,19 @@ class _Decoder:
         self.active = False
         self.split = False
         self.kick = False  # an idle island's first iteration is scheduled
+        # chunked prefill (colocated islands with a layer model, _boundary_chunked)
+        self.chunked = chunked
+        self.budget = budget  # tokens per iteration and attention group
+        self.w = w  # share of the island in the busy timeline
+        self.nd = 0  # decoding sequences (the rest of the n are prefilling)
+        self.pctx = 0  # KV tokens reserved by the prefilling ones (their whole context)
+        self.pf: dict[int, None] = {}  # prefilling sequences, admission order
+        self.done_pf: list[int] = []  # those whose last chunk runs in this iteration
+
+
+def _share(total: int, parts: int, k: int) -> int:
+    """Part ``k`` of ``total`` split into ``parts`` near-equal integers (at least 1)."""
+    return max(total // parts + (1 if k < total % parts else 0), 1)
 
 
 def _lin(lin: list[float], tail: float, n: int) -> float:
@@ -155,7 +226,9 @@ class Simulation:
                                fair_sharing=fair_sharing, gpus=[x.size for x in isl],
                                group_gpus=[x.tp for x in isl])
         self._pre: list[_Prefill | None] = [None] * n_isl
-        self._dec: list[_Decoder | None] = [None] * n_isl
+        self._dec: list[_Decoder | None] = [None] * n_isl  # an island's (first) decoder
+        self._engines: list[list[_Decoder]] = [[] for _ in range(n_isl)]  # all of them
+        self._units: list[_Decoder] = []  # every decoder, by _Decoder.u
         split_cache: dict[int, tuple] = {}
         for x in isl:
             key = id(x.prefill_s)
@@ -167,10 +240,26 @@ class Simulation:
                                               int(x.token_budget) or self.budget)
             else:
                 rows = [tuple(map(float, r)) for r in np.asarray(x.step_coeffs)]
-                self._dec[x.index] = _Decoder(x.index, x.role == "both", rows, x.dp,
-                                              x.max_batch, x.kv_capacity_tokens, lin, a, tail)
-        self._state = [p if p is not None else d for p, d in zip(self._pre, self._dec,
-                                                                 strict=True)]
+                both = x.role == "both"
+                # a layer model (dense or MoE layers in the step): an engine's island, run
+                # with chunked prefill; the seed-001 chains (planner.sim.pipeline_cluster)
+                # have none and keep the whole-prompt iteration they were built for
+                chunked = both and x.chunked_prefill and any(r[1] or r[5] for r in rows)
+                # a dense model's data-parallel replicas share no collective: each is an
+                # engine of its own; MoE groups step together (the expert all-to-all)
+                engines = x.dp if chunked and x.dp > 1 and not any(r[5] for r in rows) else 1
+                budget = int(x.token_budget) or self.budget
+                dp = x.dp if engines == 1 else 1
+                units = []
+                for e in range(engines):
+                    units.append(_Decoder(
+                        x.index, both, rows, dp, _share(x.max_batch, engines, e),
+                        _share(x.kv_capacity_tokens, engines, e), lin, a, tail,
+                        u=len(self._units), chunked=chunked, budget=budget, w=1.0 / engines))
+                    self._units.append(units[-1])
+                self._dec[x.index] = units[0]
+                self._engines[x.index] = units
+        self._arrival_ok = [x.role in ("prefill", "both") for x in isl]
         self._arrival_ok = [x.role in ("prefill", "both") for x in isl]
         self._decode_ok = [x.role == "decode" for x in isl]
         self._kvb = [float(x.kv_bytes_per_token) for x in isl]
@@ -197,6 +286,7 @@ class Simulation:
         self._adm_id = [-1] * n
         self._recompute = [False] * n
         self._pf_hit = [0] * n
+        self._pf_at = [0] * n  # chunked prefill: context tokens computed so far
         self._heap: list[tuple] = []
         self._seq = 0
         self._hold: deque[int] = deque()
@@ -216,12 +306,13 @@ class Simulation:
     # always the state at the current event.
     @property
     def queued(self) -> np.ndarray:
-        return np.array([len(x.queue) if x is not None else 0 for x in self._state],
+        return np.array([len(p.queue) if p is not None else sum(len(d.queue) for d in e)
+                         for p, e in zip(self._pre, self._engines, strict=True)],
                         dtype=np.int64)
 
     @property
     def running(self) -> np.ndarray:
-        return np.array([d.n if d is not None else 0 for d in self._dec], dtype=np.int64)
+        return np.array([sum(d.n for d in e) for e in self._engines], dtype=np.int64)
 
     @property
     def outstanding_tokens(self) -> np.ndarray:
@@ -229,8 +320,8 @@ class Simulation:
 
     @property
     def kv_free_tokens(self) -> np.ndarray:
-        return np.array([d.cap - d.ctx if d is not None else x.kv_capacity_tokens
-                         for d, x in zip(self._dec, self.islands, strict=True)],
+        return np.array([sum(d.cap - d.ctx for d in e) if e else x.kv_capacity_tokens
+                         for e, x in zip(self._engines, self.islands, strict=True)],
                         dtype=np.int64)
 
     def step_time(self, island: int, batch: int, context: float) -> float:
@@ -316,7 +407,14 @@ class Simulation:
         if p is None:  # colocated: the island prefills it inside an iteration
             req.decode_island = i
             self._recompute[pos] = True
-            d = cast(_Decoder, self._dec[i])  # a colocated island has a decoder
+            e = self._engines[i]  # a colocated island has decoders
+            d = e[0]
+            if len(e) > 1:  # vLLM's data-parallel balancing: least 4 waiting + running
+                best = 4 * len(d.queue) + d.n
+                for u in e:
+                    score = 4 * len(u.queue) + u.n
+                    if score < best:
+                        d, best = u, score
             if self.caches is not None and req.prefix_hashes:
                 self._pf_hit[pos] = self.caches[i].hit_tokens(req.prefix_hashes,
                                                               req.input_len)
@@ -377,12 +475,12 @@ class Simulation:
         for pos in batch:
             req = reqs[pos]
             req.t_prefill_end = now
-            req.t_first_token = now
             tok[pos] = 1
             self._out[i] -= req.input_len
             if caches is not None and req.prefix_hashes:
                 caches[i].touch(req.prefix_hashes)
             if req.output_len <= 1:
+                req.t_first_token = now  # the answer is the prefill's token
                 self._complete(pos)
             else:
                 self._route_decode(pos, i)
@@ -453,7 +551,7 @@ class Simulation:
             # start at the end of this instant, so simultaneous arrivals share the iteration
             if not d.kick:
                 d.kick = True
-                self._push(self.now, _KICK, d.i, 0)
+                self._push(self.now, _KICK, d.u, 0)
         elif (not d.split and len(d.queue) == 1 and d.n < d.max_batch
               and d.ctx + d.k * d.n + ctx + d.n + 1 <= d.cap):
             # admissible now: end the epoch at the next iteration boundary
@@ -462,7 +560,7 @@ class Simulation:
                 d.k = k
                 d.ver += 1
                 d.split = True
-                self._push(d.t0 + d.extra + steps_time(d.row, d.m0, k), _EPOCH, d.i, d.ver)
+                self._push(d.t0 + d.extra + steps_time(d.row, d.m0, k), _EPOCH, d.u, d.ver)
 
     def _boundary(self, d: _Decoder) -> None:
         """End the running epoch (if any) at ``now``, then admit and start the next."""
@@ -536,6 +634,8 @@ class Simulation:
                     rec[pos] = False
                     fresh.append(pos)
                 queue.popleft()
+                if t and req.t_first_token != req.t_first_token:
+                    req.t_first_token = now  # streamed by the decode island (docstring)
                 self._next_adm = aid = self._next_adm + 1
                 adm[pos] = aid
                 adm_step[pos] = step
@@ -573,7 +673,217 @@ class Simulation:
         d.ver = ver = d.ver + 1
         self._work += 1
         self._seq = seq = self._seq + 1
-        heappush(self._heap, (now + extra + steps_time(row, m0, k), seq, _EPOCH, i, ver))
+        heappush(self._heap, (now + extra + steps_time(row, m0, k), seq, _EPOCH, d.u, ver))
+
+    def _boundary_chunked(self, d: _Decoder) -> None:
+        """A colocated island's iteration boundary under chunked prefill (module
+        docstring): end the running iteration or decode epoch at ``now``, preempt if the
+        next iteration would not fit, share the token budget -- decodes first, then the
+        prefilling prompts and new admissions FCFS -- and start the next."""
+        now, reqs, tok, adm, at = self.now, self.reqs, self._tok, self._adm_id, self._pf_at
+        i = d.i
+        n, nd, ctx_sum, pctx, step, cap = d.n, d.nd, d.ctx, d.pctx, d.step, d.cap
+        fin, running, pf, out = d.fin, d.running, d.pf, self._out
+        on_complete = self._on_complete
+        if d.active:
+            k = d.k
+            step += k
+            ctx_sum += k * nd
+            out[i] -= k * nd
+            self.busy.append((i, d.t0, now, d.w))
+            while fin and fin[0][0] <= step:
+                _, aid, pos = heappop(fin)
+                if adm[pos] != aid:
+                    continue
+                adm[pos] = -1
+                req = reqs[pos]
+                del running[pos]
+                n -= 1
+                nd -= 1
+                o = req.output_len
+                ctx_sum -= req.input_len + o
+                tok[pos] = o
+                req.tokens_out = o
+                req.t_done = now
+                self.completed += 1
+                if on_complete is not None:
+                    on_complete(req)
+            if d.done_pf:  # prompts whose last chunk ran: the iteration sampled a token
+                caches, adm_step = self.caches, self._adm_step
+                for pos in d.done_pf:
+                    del pf[pos]
+                    req = reqs[pos]
+                    t = tok[pos]
+                    c = req.input_len + t
+                    pctx -= c
+                    ctx_sum += 1
+                    out[i] -= 1
+                    if t == 0:
+                        req.t_prefill_end = req.t_first_token = now
+                        out[i] -= req.input_len
+                        if caches is not None and req.prefix_hashes:
+                            caches[i].touch(req.prefix_hashes)
+                    t += 1
+                    tok[pos] = t
+                    if t >= req.output_len:
+                        adm[pos] = -1
+                        del running[pos]
+                        n -= 1
+                        ctx_sum -= c + 1
+                        req.tokens_out = t
+                        req.t_done = now
+                        self.completed += 1
+                        if on_complete is not None:
+                            on_complete(req)
+                    else:
+                        nd += 1
+                        adm_step[pos] = step
+                        heappush(fin, (step + req.output_len - t, adm[pos], pos))
+                d.done_pf = []
+            d.active = False
+            self._work -= 1
+        preempted = False
+        # the next iteration grows every decode and every finishing prompt by a token
+        while n and ctx_sum + nd + len(pf) > cap:  # recompute policy, LIFO victim
+            pos, _ = running.popitem()
+            req = reqs[pos]
+            if pos in pf:  # its chunks so far are lost
+                del pf[pos]
+                c = req.input_len + tok[pos]
+                pctx -= c
+                ctx_sum -= c
+            else:
+                t = tok[pos] + step - self._adm_step[pos]
+                tok[pos] = t
+                req.tokens_out = t
+                nd -= 1
+                ctx_sum -= req.input_len + t
+            req.preemptions += 1
+            n -= 1
+            adm[pos] = -1
+            self._recompute[pos] = True
+            d.queue.appendleft(pos)
+            preempted = True
+        # the token budget: one token per decode, the rest to prompts in admission order;
+        # each attention group has its own budget and a prompt lives on one group
+        dp = d.dp
+        ng = -(-nd // dp)
+        room_g = d.budget - ng
+        if room_g < 1:
+            room_g = 1  # the prompts always progress
+        room = room_g * dp
+        c_tot = 0
+        c_max = 0
+        pairs = 0.0
+        done_pf = d.done_pf
+        for pos in pf:
+            a0 = at[pos]
+            left = reqs[pos].input_len + tok[pos] - a0
+            c = left if left < room_g else room_g
+            if c > room:
+                c = room
+            a1 = a0 + c
+            pairs += 0.5 * (a1 * (a1 + 1.0) - a0 * (a0 + 1.0))
+            at[pos] = a1
+            room -= c
+            c_tot += c
+            if c > c_max:
+                c_max = c
+            if c == left:
+                done_pf.append(pos)
+            if not room:
+                break
+        queue = d.queue
+        if queue and room and (not preempted or n == 0):
+            rec, hit, max_batch = self._recompute, self._pf_hit, d.max_batch
+            caches = self.caches
+            while queue and n < max_batch and room:
+                pos = queue[0]
+                req = reqs[pos]
+                t = tok[pos]
+                ctx = req.input_len + t
+                if ctx_sum + ctx + n + 1 > cap:
+                    if n:
+                        break
+                    queue.popleft()  # cannot fit even alone: never served
+                    self.dropped += 1
+                    continue
+                queue.popleft()
+                rec[pos] = False
+                self._next_adm = aid = self._next_adm + 1
+                adm[pos] = aid
+                running[pos] = None
+                pf[pos] = None
+                n += 1
+                ctx_sum += ctx
+                pctx += ctx
+                a0 = 0
+                if t == 0:  # a fresh prompt; a preempted one recomputes its whole context
+                    if req.t_prefill_start != req.t_prefill_start:
+                        req.t_prefill_start = now
+                    h = hit[pos]
+                    a0 = h if h < ctx else ctx - 1  # the last token is always computed
+                    if caches is not None and req.prefix_hashes:
+                        caches[i].touch(req.prefix_hashes)
+                left = ctx - a0
+                c = left if left < room_g else room_g
+                if c > room:
+                    c = room
+                a1 = a0 + c
+                pairs += 0.5 * (a1 * (a1 + 1.0) - a0 * (a0 + 1.0))
+                at[pos] = a1
+                room -= c
+                c_tot += c
+                if c > c_max:
+                    c_max = c
+                if c == left:
+                    done_pf.append(pos)
+        d.n, d.nd, d.ctx, d.pctx, d.step = n, nd, ctx_sum, pctx, step
+        rows = d.rows
+        if ng >= len(rows):
+            ng = len(rows) - 1
+        lin, tail = d.lin, d.tail
+        if c_tot:
+            # one iteration: the decode step of the nd rows plus the chunks' tokens -- the
+            # GEMMs and collectives of ng + rg rows (the linear part of the prefill table
+            # beyond ng rows) and the chunks' causal attention -- on the slowest group
+            if dp > 1:
+                rg = -(-c_tot // dp)
+                if c_max > rg:
+                    rg = c_max
+                if rg > room_g:
+                    rg = room_g
+                pairs *= rg / c_tot
+            else:
+                rg = c_tot
+            k = 1
+            if nd:
+                row = rows[ng]
+                m0 = (ctx_sum - pctx) / nd
+                dt = (step_time(row, m0 + 1.0) + _lin(lin, tail, ng + rg) - _lin(lin, tail, ng)
+                      + d.a * pairs)
+            else:
+                row, m0 = rows[0], 0.0
+                dt = _lin(lin, tail, rg) + d.a * pairs
+        elif nd:  # decodes only: an epoch up to the next completion or a full KV cache
+            while adm[fin[0][2]] != fin[0][1]:  # drop entries of preempted requests
+                heappop(fin)
+            k = fin[0][0] - step
+            k_mem = (cap - ctx_sum) // nd
+            if k_mem < k:
+                k = k_mem
+            row = rows[ng]
+            m0 = ctx_sum / nd
+            dt = steps_time(row, m0, k)
+        else:
+            return
+        d.t0, d.extra, d.row, d.m0, d.k = now, 0.0, row, m0, k
+        d.active = True
+        d.split = False
+        d.ver = ver = d.ver + 1
+        self._work += 1
+        self._seq = seq = self._seq + 1
+        heappush(self._heap, (now + dt, seq, _EPOCH, d.u, ver))
 
     def _complete(self, pos: int) -> None:
         req = self.reqs[pos]
@@ -604,7 +914,7 @@ class Simulation:
         events = 0
         limit = max_events if max_events is not None else -1
         pop = heapq.heappop
-        dec = self._dec
+        dec = self._units
         t_last = 0.0
         hold = self._hold
         while True:
@@ -618,7 +928,10 @@ class Simulation:
                 if kind == _EPOCH:
                     d = dec[a]
                     if b == d.ver:
-                        self._boundary(d)
+                        if d.chunked:
+                            self._boundary_chunked(d)
+                        else:
+                            self._boundary(d)
                 elif kind == _PREFILL_DONE:
                     self._prefill_done(a, b)
                 elif kind == _NET:
@@ -627,7 +940,10 @@ class Simulation:
                     d = dec[a]
                     d.kick = False
                     if not d.active:
-                        self._boundary(d)
+                        if d.chunked:
+                            self._boundary_chunked(d)
+                        else:
+                            self._boundary(d)
                 elif kind == _HOLD_RETRY:
                     self._hold_timer = False
                     self._drain_hold()

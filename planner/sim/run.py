@@ -6,10 +6,10 @@ the plan and writes what comes back.
 
 Choices a user can rely on:
 
-* **rate** -- ``"300"`` is 300 requests/s; ``"0.8x"`` is 0.8 times the plan's analytic
-  capacity (``summary.requests_per_s``, the rate the inner solver says the plan
-  sustains for the workload mix), so ``1x`` asks "does the plan deliver what it
-  promised?" and ``2x`` is a twofold overload;
+* **rate** -- ``"300"`` is 300 requests/s; ``"0.8x"`` is 0.8 times the plan's capacity
+  (``summary.requests_per_s``: the closed loop's headline, the highest rate at which
+  the SLO held), so ``1x`` asks "does the plan deliver what it promised?" and ``2x`` is
+  a twofold overload;
 * **arrivals** -- ``auto`` replays the trace given with ``trace`` (timestamps scaled by
   one factor to the rate, which keeps their burstiness), otherwise draws gamma
   inter-arrival times whose squared CV is the workload's index of dispersion of
@@ -263,7 +263,8 @@ def steady_warning(arrival: np.ndarray, e2e: np.ndarray, t0: float, lo: float,
 
 
 def plan_capacity(plan: Mapping[str, Any]) -> float:
-    """The plan's analytic capacity in requests/s (``summary.requests_per_s``)."""
+    """The plan's capacity in requests/s (``summary.requests_per_s``: the closed loop's
+    headline, or the solver's rate for a plan made with ``--no-sim-check``)."""
     try:
         value = float(plan["summary"]["requests_per_s"])
     except (KeyError, TypeError, ValueError):

@@ -9,14 +9,20 @@ the cost/throughput Pareto front and the marginal value of the next X $/h.
 >>> write_whatif(result, Path("reports/whatif"))                 # doctest: +SKIP
 
 Pipeline: spec.py (YAML + flags -> WhatIfSpec) -> scenarios.py (studies -> scenarios)
--> run.py (exact MILP per scenario) -> marginal.py (next X $/h) -> report.py (files:
-tables.py for the figures and words, plots.py, html.py for whatif.html).  pareto.py
-says which scenarios share a front.  docs/whatif.md describes the format and the method.
+-> run.py: each scenario planned as ``planner plan`` plans it (request.py: the
+PlanRequest ``planner plan`` builds; solve.py: make_plan, then close_plan -- every
+scenario's capacity is the headline ``planner plan`` would print; correction.py: a
+large study's sample and the correction of the others, with its measured error) ->
+marginal.py (next X $/h) -> report.py (files: tables.py for the figures and words,
+plots.py, html.py for whatif.html).  pareto.py says which scenarios share a front.
+docs/whatif.md describes the format and the method.
 """
 
+from planner.whatif.correction import Correction
 from planner.whatif.marginal import MarginalAnswer, MarginalOption
 from planner.whatif.pareto import pareto_mask
 from planner.whatif.report import render, write_whatif
+from planner.whatif.request import plan_request
 from planner.whatif.run import WhatIfResult, run_whatif
 from planner.whatif.scenarios import Scenario, expand
 from planner.whatif.solve import Outcome, WhatIfRunner
@@ -24,6 +30,7 @@ from planner.whatif.spec import Flags, WhatIfSpec, load_spec
 from planner.whatif.workloads import mix_workloads
 
 __all__ = [
+    "Correction",
     "Flags",
     "MarginalAnswer",
     "MarginalOption",
@@ -36,6 +43,7 @@ __all__ = [
     "load_spec",
     "mix_workloads",
     "pareto_mask",
+    "plan_request",
     "render",
     "run_whatif",
     "write_whatif",

@@ -1,6 +1,7 @@
 """Finished what-if scenarios on disk, so that an interrupted study resumes.
 
-Each solved problem (a :meth:`Scenario.key`) is written, as soon as it is solved, to
+Each solved problem (a :meth:`Scenario.key` and the kind of solve: closed loop or
+planned only) is written, as soon as it is solved, to
 ``.<study>.cells/<hash>.json`` beside the study folder, atomically; ``index.json`` in
 the same folder records the spec it belongs to (planner.core.execution.DoneStore).
 ``planner whatif ... --resume`` loads the cells whose key it needs and solves only the
@@ -25,7 +26,7 @@ from planner.whatif.scenarios import Scenario
 from planner.whatif.solve import Outcome
 
 FORMAT = "hetero-planner/whatif-cells"
-VERSION = 1
+VERSION = 2  # 2: closed-loop capacities beside the analytic figures
 
 
 def cells_folder(study: Path) -> Path:
@@ -43,7 +44,10 @@ def outcome_cell(out: Outcome) -> dict[str, Any]:
             "layout": [[g, n] for g, n in out.layout], "roles": list(out.roles),
             "bound": None if not math.isfinite(out.bound) else out.bound,
             "gap": None if not math.isfinite(out.gap) else out.gap,
-            "seconds": out.seconds, "decode_mean": out.decode_mean}
+            "seconds": out.seconds, "decode_mean": out.decode_mean,
+            "analytic_requests_per_s": None if not math.isfinite(out.analytic_requests_per_s)
+            else out.analytic_requests_per_s,
+            "capacity": out.capacity, "answer_from": out.answer_from, "why": out.why}
 
 
 def outcome_from_cell(scenario: Scenario, d: dict[str, Any], source: str) -> Outcome:
@@ -54,7 +58,10 @@ def outcome_from_cell(scenario: Scenario, d: dict[str, Any], source: str) -> Out
             raise ValueError("layout and roles differ in length")
         return Outcome(scenario, str(d["status"]), float(d["requests_per_s"]),
                        float(d["cost_per_hour"]), layout, roles, _nan(d["bound"]),
-                       _nan(d["gap"]), float(d["seconds"]), float(d["decode_mean"]))
+                       _nan(d["gap"]), float(d["seconds"]), float(d["decode_mean"]),
+                       analytic_requests_per_s=_nan(d["analytic_requests_per_s"]),
+                       capacity=str(d["capacity"]), answer_from=str(d["answer_from"]),
+                       why=str(d["why"]))
     except (KeyError, TypeError, ValueError) as err:
         raise PlannerError(f"{source}: not a what-if cell ({err}); delete the folder "
                            "to start afresh") from None
@@ -77,12 +84,12 @@ class CellStore:
     def saved(self) -> int:
         return self._store.saved
 
-    def load(self, scenario: Scenario) -> Outcome | None:
-        d = self._store.get(scenario.key())
+    def load(self, scenario: Scenario, solve: str) -> Outcome | None:
+        d = self._store.get((scenario.key(), solve))
         return None if d is None else outcome_from_cell(scenario, d, str(self.folder))
 
-    def save(self, out: Outcome) -> None:
-        self._store.put(out.scenario.key(), outcome_cell(out))
+    def save(self, out: Outcome, solve: str) -> None:
+        self._store.put((out.scenario.key(), solve), outcome_cell(out))
 
     def discard(self) -> None:
         self._store.discard()

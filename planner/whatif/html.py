@@ -23,9 +23,11 @@ from planner.whatif.tables import (
     PARETO_RULE,
     STUDY_INTROS,
     availability_text,
+    capacity_text,
     front_groups,
     highlights,
     left_out_of_front,
+    method_text,
     study_tables,
 )
 
@@ -41,7 +43,9 @@ def _title(study: str) -> str:
 
 def _tiles(result: WhatIfResult) -> str:
     base = result.base
-    items = [(f"{base.requests_per_s:,.2f}", "requests/s, base plan"),
+    label = ("requests/s, base plan (analytic)" if result.mode == "off" else
+             "requests/s, base plan (`planner plan`'s headline)")
+    items = [(f"{base.requests_per_s:,.2f}", label),
              (f"{base.cost_per_hour:,.2f} $/h", "cost of the base layout"),
              (f"{sum(base.gpus.values())} GPUs", "in the base layout"),
              (f"{base.usd_per_m_output_tokens:,.2f} $", "per million output tokens")]
@@ -114,20 +118,16 @@ def _plots(result: WhatIfResult, pngs: Mapping[str, bytes]) -> list[str]:
 
 
 def caveats(result: WhatIfResult) -> list[str]:
-    spec = result.spec
-    o = spec.solver
+    o = result.spec.solver
     out = [
         f"Availability: {availability_text(result)}.",
-        f"Figures are the performance model's, not measurements: every scenario is the "
-        f"best layout the model allows (an exact solver, within a {o.mip_gap:g} MIP gap "
-        f"and a {o.prune_tol:g} pruning tolerance) at {spec.ranges} length ranges "
-        f"('planner plan' uses 32) and islands of at most {o.max_island} GPUs. Re-plan "
-        "the scenario you pick with 'planner plan' for the full-resolution plan and its "
-        "simulated latency.",
+        method_text(result),
+        capacity_text(result),
+        "Figures come from the performance model and a simulation of each plan, not "
+        "from measurements on GPUs.",
         f"Differences between scenarios below about {o.mip_gap + o.prune_tol:.1%} are "
-        "within the solver's tolerances: treat such scenarios as equal.",
-        "Throughput is the sustained request rate on the workload's mix of prompt and "
-        "answer lengths within the latency targets (SLO).",
+        "within the solver's tolerances (and a closed-loop headline moves by its own "
+        "search's step): treat such scenarios as equal.",
         f"Pareto front: {PARETO_RULE}.",
     ]
     if result.study("workload"):

@@ -14,8 +14,9 @@ Starting from the base scenario (budget B, supply S), each option spends X more 
   under ``inventory`` availability when the budget binds (the inventory costs more than
   B), i.e. when GPUs already available sit idle for lack of budget.
 
-Every option is re-planned exactly (the whole layout, not just the added GPUs), so the
-gain dT = T(option) - T(base) is the best use of the option.  Options are ranked by
+Every option is re-planned as ``planner plan`` plans it (the whole layout, not just the
+added GPUs; its capacity is the one ``planner plan`` promises, planner.whatif.solve),
+so the gain dT = T(option) - T(base) is the best use of the option.  Options are ranked by
 dT / X (requests/s per extra $/h; the same order as dT since X is shared).  The
 "current availability" option's supply is contained in every "more of t" option's, so
 those are never worse; when the best gain is within the solver's tolerance of the
@@ -207,10 +208,13 @@ def marginal_answer(spec: WhatIfSpec, solve: Callable[[list[Scenario]], list[Out
                for (label, gpu, n, _), out in zip(todo, outs, strict=False)]
     o = spec.solver
     # Each solve is within its relative gap of its optimum (mip_gap + prune_tol when
-    # solved to optimality, the reported gap when the time limit stopped it): gains below
-    # that are not distinguishable from 0 or from each other.
-    gaps = [x.gap for x in (base, *(y.outcome for y in options)) if math.isfinite(x.gap)]
-    rel = max([o.mip_gap + o.prune_tol, *gaps])
+    # solved to optimality, the reported gap when the time limit stopped it), and a
+    # corrected capacity within its correction's measured error: gains below that are
+    # not distinguishable from 0 or from each other.
+    compared = (base, *(y.outcome for y in options))
+    gaps = [x.gap for x in compared if math.isfinite(x.gap)]
+    errors = [x.correction_error for x in compared if math.isfinite(x.correction_error)]
+    rel = max([o.mip_gap + o.prune_tol, *gaps, *errors])
     tol = rel * max(base.requests_per_s,
                     max((x.outcome.requests_per_s for x in options), default=0.0))
     reference = None

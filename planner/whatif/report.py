@@ -20,10 +20,19 @@ from planner.run.schema import json_safe
 from planner.whatif.html import whatif_html
 from planner.whatif.pareto import pareto_points
 from planner.whatif.run import WhatIfResult
-from planner.whatif.tables import PARETO_RULE, front_groups, notes, rows, tables
+from planner.whatif.tables import (
+    PARETO_RULE,
+    capacity_text,
+    front_groups,
+    method_text,
+    notes,
+    rows,
+    tables,
+)
 
 CSV_FIELDS = ["study", "scenario", "option", "workload", "budget", "availability",
-              "requests_per_s", "vs_base", "vs_mix", "cost_per_hour", "output_tokens_per_s",
+              "requests_per_s", "capacity", "analytic_requests_per_s", "correction",
+              "vs_base", "vs_mix", "cost_per_hour", "output_tokens_per_s",
               "usd_per_m_output_tokens", "gpus", "islands", "status", "gap", "pareto",
               "seconds", "cached"]
 
@@ -48,9 +57,19 @@ def whatif_dict(result: WhatIfResult) -> dict[str, Any]:
     return json_safe({
         "format": "planner-whatif/1",
         "spec": spec.to_dict(),
-        "method": {"solver": "exact outer MILP (planner.outer.exact)",
-                   "ranges": spec.ranges, "max_island": spec.solver.max_island,
-                   "availability": spec.availability},
+        "method": {"planner": "each scenario planned as `planner plan` plans it "
+                              "(planner.plan.make_plan on the same request), then "
+                              "planner.closed_plan.close_plan",
+                   "closed_loop": result.mode, "plan": method_text(result),
+                   "capacity": capacity_text(result),
+                   "ranges": spec.ranges, "seed": spec.seed,
+                   "island_granularity": spec.island_granularity,
+                   "max_island": spec.solver.max_island,
+                   "solver_differences": spec.solver.differences(),
+                   "availability": spec.availability,
+                   "closed_loops": result.closed_loops,
+                   "correction": None if result.correction is None
+                   else result.correction.to_dict()},
         "scenarios": [o.to_dict() for o in result.outcomes],
         "pareto": pareto_points(result),
         "pareto_rule": PARETO_RULE,

@@ -1,7 +1,7 @@
 """Expand a :class:`WhatIfSpec` into scenarios: (workload, GPU supply, budget) triples.
 
-Each scenario is one exact outer problem (planner.outer.exact): maximise the sustained
-request rate over island layouts drawn from ``supply`` within ``budget`` $/h.
+Each scenario is one planning problem: ``planner plan`` on the inventory whose GPUs
+are ``supply``, within ``budget`` $/h (planner.whatif.request builds its request).
 
 Availability (docs/whatif.md):
 

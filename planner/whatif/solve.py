@@ -1,23 +1,18 @@
-"""Solve what-if scenarios with the exact outer MILP on shared evaluator contexts.
+"""Solve what-if scenarios as ``planner plan`` does: each scenario's capacity is the one
+``planner plan`` would print for it.
 
-Why the exact solver and not the BO of ``planner plan``: a procurement study compares
-scenarios with each other, and the differences of interest (a 10 % price cut, one more
-GPU type) are often a few percent of throughput.  A stochastic search's run-to-run noise
-is of that order and would blur them; the MILP of planner.outer.exact returns the global
-optimum of the same model for every scenario (up to its proven gap, reported per row),
-and is also far cheaper than a full ``make_plan`` (no search, no full-resolution
-re-evaluation, no baselines).
+Each distinct problem becomes the request ``planner plan`` builds for it
+(:func:`planner.whatif.request.plan_request`), planned by :func:`planner.plan.make_plan`
+and -- for a ``closed`` solve -- taken through :func:`planner.closed_plan.close_plan`,
+whose headline (the rate that holds the SLO in simulation) is the scenario's capacity;
+the perf model's figure for the plan (``summary.analytic_requests_per_s``) is kept
+beside it.  A ``planned`` solve stops after :func:`make_plan`: its capacity is the
+analytic figure (``planner plan --no-sim-check``), which a sampled study then corrects
+(planner.whatif.correction).
 
-Sharing: one :class:`~planner.context.evaluate.LayoutEvaluator` per workload holds every GPU type
-any scenario uses; its per-(type, size) range tables do not depend on prices, and
-perfmodel caches island tables process-wide by physical GPU figures, so price sweeps and
-budget sweeps cost only their MILPs.  Scenarios that are the same problem
-(:meth:`Scenario.key`) are solved once.
-
-Reported figures are the MILP's: the sustained request rate T of thesis §4.8 at the
-study's range resolution (``ranges``, 16 by default -- coarser than ``planner plan``'s
-32, which suits comparisons; re-plan a chosen scenario with ``planner plan`` for the
-full-resolution evaluation).
+Scenarios that are the same problem (:meth:`Scenario.key`) are solved once; solves are
+seeded (the spec's ``seed``) and deterministic, so the outcomes are the same whether
+they are solved here, on an executor's workers or resumed from an interrupted run.
 """
 
 from __future__ import annotations
@@ -30,32 +25,53 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from planner.context.evaluate import LayoutEvaluator, PlanningContext
+from planner.core.errors import NoPlanError
 from planner.core.execution import Executor
-from planner.inner import make_inner_solver
-from planner.outer.exact import ExactSearch
-from planner.outer.protocol import Layout, SearchSpace, layout_counts
+from planner.outer.protocol import Layout, layout_counts
+from planner.whatif.request import plan_request
 from planner.whatif.scenarios import Scenario
 from planner.whatif.spec import WhatIfSpec
 from planner.whatif.workloads import load_mix
 from planner.workload import Workload
 
+#: What a solve does: ``make_plan`` and ``close_plan`` (the promise), or ``make_plan``
+#: only (the analytic figure).
+CLOSED, PLANNED = "closed", "planned"
+SOLVES = (CLOSED, PLANNED)
+
+#: Where a reported capacity comes from (``Outcome.capacity``).
+CLOSED_LOOP = "closed loop"  # close_plan's headline: what `planner plan` prints
+CORRECTED = "corrected"  # the analytic figure x the sample's measured correction
+ANALYTIC = "analytic"  # the perf model's figure (`planner plan --no-sim-check`)
+NO_PLAN = "no plan"  # nothing serves the scenario
 
 @dataclass
 class Outcome:
-    """The optimum of one scenario."""
+    """One scenario as ``planner plan`` plans it."""
 
     scenario: Scenario
-    status: str  # optimal | time_limit (incumbent, see gap) | no plan | the MILP's other
-    requests_per_s: float  # T, the sustained request rate (0 when nothing serves)
+    status: str  # the exact search's: optimal | time_limit | work_limit ... | no plan
+    requests_per_s: float  # the capacity reported (``capacity`` says which; 0: none)
     cost_per_hour: float
     layout: Layout
     roles: tuple[str, ...]
-    bound: float  # proven upper bound on T
+    bound: float  # the exact search's proven upper bound on the analytic figure
     gap: float
     seconds: float
     decode_mean: float  # output tokens per request of the scenario's workload
     cached: bool = False  # the same problem was solved for an earlier scenario
+    #: The perf model's capacity of the plan (``summary.analytic_requests_per_s`` of
+    #: ``planner plan``; before the closed loop).
+    analytic_requests_per_s: float = math.nan
+    capacity: str = ANALYTIC  # CLOSED_LOOP | CORRECTED | ANALYTIC | NO_PLAN
+    #: CORRECTED: the factor the analytic figure was multiplied by, and the measured
+    #: relative error of that correction (planner.whatif.correction).
+    correction: float = math.nan
+    correction_error: float = math.nan
+    #: The closed loop's answer came from one of ``planner plan``'s single-type
+    #: alternatives (``summary.answer_from``): its label.
+    answer_from: str = ""
+    why: str = ""  # NO_PLAN: planner plan's reason
 
     @property
     def gpus(self) -> dict[str, int]:
@@ -81,6 +97,11 @@ class Outcome:
                         "gpus_per_node": t.gpus_per_node}
                        for t in s.supply],
             "status": self.status, "requests_per_s": self.requests_per_s,
+            "capacity": self.capacity,
+            "analytic_requests_per_s": _finite(self.analytic_requests_per_s),
+            "correction": _finite(self.correction),
+            "correction_error": _finite(self.correction_error),
+            "answer_from": self.answer_from or None, "why": self.why or None,
             "cost_per_hour": self.cost_per_hour,
             "output_tokens_per_s": self.output_tokens_per_s,
             "usd_per_m_output_tokens": _finite(self.usd_per_m_output_tokens),
@@ -95,20 +116,50 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _number(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def outcome_from_plan(scenario: Scenario, plan: dict[str, Any], solve: str, seconds: float,
+                      decode_mean: float) -> Outcome:
+    """The outcome of ``scenario`` from the plan dict ``planner plan`` would write for it
+    (after ``close_plan`` for a CLOSED solve): its headline, analytic figure, layout,
+    cost and the exact search's status, bound and gap."""
+    s = plan["summary"]
+    rate = float(s["requests_per_s"])
+    analytic = float(s.get("analytic_requests_per_s") or rate) if solve == CLOSED else rate
+    islands = [i for i in plan["islands"] if i.get("role") != "idle"]
+    exact = s.get("exact") or {}
+    status = str(exact.get("status") or s.get("status") or "")
+    capacity = CLOSED_LOOP if solve == CLOSED else ANALYTIC
+    why = ""
+    if not rate > 0:
+        status, capacity = NO_PLAN, NO_PLAN
+        why = "the SLO holds at no rate in simulation" if solve == CLOSED else \
+            "the plan serves nothing"
+    answer = s.get("answer_from")
+    return Outcome(scenario, status, max(rate, 0.0), float(s["cost_per_hour"]),
+                   tuple((str(i["gpu"]), int(i["size"])) for i in islands),
+                   tuple(str(i["role"]) for i in islands), _number(exact.get("bound")),
+                   _number(exact.get("gap")), seconds, decode_mean,
+                   analytic_requests_per_s=analytic, capacity=capacity,
+                   answer_from=str(answer.get("label", "")) if isinstance(answer, dict)
+                   else "", why=why)
+
+
 class Cells(Protocol):
     """Where finished problems are kept across runs (planner.whatif.cells.CellStore)."""
 
-    def load(self, scenario: Scenario) -> Outcome | None: ...
+    def load(self, scenario: Scenario, solve: str) -> Outcome | None: ...
 
-    def save(self, out: Outcome) -> None: ...
+    def save(self, out: Outcome, solve: str) -> None: ...
 
 
 @dataclass
 class WhatIfRunner:
-    """Solves scenarios of one spec, caching contexts and identical problems."""
+    """Solves scenarios of one spec, each distinct problem once per kind of solve."""
 
     spec: WhatIfSpec
-    _evaluators: dict[tuple, LayoutEvaluator] = field(default_factory=dict)
     _workloads: dict[tuple, Workload] = field(default_factory=dict)
     _solved: dict[tuple, Outcome] = field(default_factory=dict)
     _emitted: set[tuple] = field(default_factory=set)  # keys already handed out
@@ -119,36 +170,26 @@ class WhatIfRunner:
             self._workloads[key] = load_mix(key, scenario.workload)
         return self._workloads[key]
 
-    def evaluator(self, scenario: Scenario) -> LayoutEvaluator:
-        key = scenario.components
-        if key not in self._evaluators:
-            w = self.workload(scenario)
-            gpus = {e.name: e.gpu for e in (*self.spec.inventory.entries, *self.spec.add)}
-            ctx = PlanningContext.build(model=self.spec.model, workload=w,
-                                        ranges=self.spec.ranges, gpus=gpus, slo=self.spec.slo,
-                                        engine=self.spec.engine,
-                                        network=self.spec.inventory.network)
-            self._evaluators[key] = LayoutEvaluator(ctx, make_inner_solver("maxrate"))
-        return self._evaluators[key]
-
-    def solve(self, scenario: Scenario) -> Outcome:
-        return self.solve_many([scenario])[0]
+    def solve(self, scenario: Scenario, solve: str = CLOSED) -> Outcome:
+        return self.solve_many([scenario], solve=solve)[0]
 
     def solve_many(self, scenarios: Sequence[Scenario], executor: Executor | None = None,
                    cells: Cells | None = None,
-                   done: Callable[[Scenario], None] | None = None) -> list[Outcome]:
-        """The outcomes of ``scenarios``, in order.  Each distinct problem is solved
-        once per runner -- the first scenario with a key gets the solve, later ones a
-        ``cached`` copy -- whether it is solved here, on the ``executor``'s workers, or
-        loaded from the ``cells`` of an interrupted run (which also receive every new
-        solve as soon as it finishes).  ``done(scenario)`` runs as each problem is
-        settled (completion order)."""
+                   done: Callable[[Scenario], None] | None = None,
+                   solve: str = CLOSED) -> list[Outcome]:
+        """The outcomes of ``scenarios``, in order, each solved as ``solve`` says
+        (CLOSED or PLANNED).  Each distinct problem is solved once per runner -- the
+        first scenario with a key gets the solve, later ones a ``cached`` copy --
+        whether it is solved here, on the ``executor``'s workers, or loaded from the
+        ``cells`` of an interrupted run (which also receive every new solve as soon as
+        it finishes).  ``done(scenario)`` runs as each problem is settled (completion
+        order)."""
         todo: dict[tuple, Scenario] = {}
         for sc in scenarios:
-            key = sc.key()
+            key = (sc.key(), solve)
             if key in self._solved or key in todo:
                 continue
-            saved = cells.load(sc) if cells is not None else None
+            saved = cells.load(sc, solve) if cells is not None else None
             if saved is not None:
                 self._solved[key] = saved
                 if done:
@@ -158,20 +199,21 @@ class WhatIfRunner:
         jobs = list(todo.values())
 
         def finished(i: int, out: Outcome) -> None:
-            self._solved[jobs[i].key()] = out
+            self._solved[(jobs[i].key(), solve)] = out
             if cells is not None:
-                cells.save(out)
+                cells.save(out, solve)
             if done:
                 done(jobs[i])
 
         if executor is None or executor.workers <= 1 or len(jobs) <= 1:
             for i, sc in enumerate(jobs):
-                finished(i, self._solve_new(sc))
+                finished(i, self._solve_new(sc, solve))
         else:
-            executor.map(ScenarioSolver(self.spec), jobs, done=finished)
+            executor.map(ScenarioSolver(self.spec), [(sc, solve) for sc in jobs],
+                         done=finished)
         out = []
         for sc in scenarios:
-            key = sc.key()
+            key = (sc.key(), solve)
             hit = self._solved[key]
             if key in self._emitted:
                 hit = replace(hit, scenario=sc, seconds=0.0, cached=True)
@@ -181,55 +223,66 @@ class WhatIfRunner:
             out.append(hit)
         return out
 
-    def _solve_new(self, scenario: Scenario) -> Outcome:
-        """One problem, solved here (no cache)."""
+    def _solve_new(self, scenario: Scenario, solve: str = CLOSED) -> Outcome:
+        """One problem, solved here (no cache): ``make_plan`` on the request ``planner
+        plan`` builds for it, then ``close_plan`` for a CLOSED solve."""
+        from planner.closed_plan import close_plan
+        from planner.plan import make_plan
+
         t0 = time.perf_counter()
         decode_mean = float(self.workload(scenario).decode_mean)
-        types = tuple(t for t in scenario.supply if t.snap_down(t.available) >= 1)
-        if not types:
-            out = Outcome(scenario, "no plan", 0.0, 0.0, (), (), 0.0, math.nan,
-                          time.perf_counter() - t0, decode_mean)
-        else:
-            o = self.spec.solver
-            exact = ExactSearch(time_limit=o.time_limit, mip_rel_gap=o.mip_gap,
-                                prune_tol=o.prune_tol, max_island=o.max_island)
-            res = exact.solve(SearchSpace(types, scenario.budget), self.evaluator(scenario))
-            if res.layout and res.value > 0:
-                out = Outcome(scenario, res.status, float(res.value), float(res.cost_per_hour),
-                              res.layout, res.roles, float(res.bound), float(res.gap),
-                              time.perf_counter() - t0, decode_mean)
-            else:
-                # T = 0 is feasible for any layout: an "optimal" zero means no layout
-                # within the supply and budget serves both phases.
-                out = Outcome(scenario, "no plan" if res.status in ("optimal", "infeasible")
-                              else res.status,
-                              0.0, 0.0, (), (), float(res.bound), math.nan,
-                              time.perf_counter() - t0, decode_mean)
-        return out
+        req = plan_request(self.spec, scenario)
+        if not any(e.count >= 1 for e in req.inventory.entries):
+            return Outcome(scenario, NO_PLAN, 0.0, 0.0, (), (), 0.0, math.nan,
+                           time.perf_counter() - t0, decode_mean, capacity=NO_PLAN,
+                           why="no GPU is available")
+        try:
+            plan = make_plan(req)
+        except NoPlanError as err:
+            # a result, not an error: nothing within the supply and budget serves it
+            return Outcome(scenario, NO_PLAN, 0.0, 0.0, (), (), math.nan, math.nan,
+                           time.perf_counter() - t0, decode_mean, capacity=NO_PLAN,
+                           why=str(err))
+        # planner plan also plans each single type through the loop and answers with the
+        # best: the base does the same, so it equals planner plan's headline; the other
+        # scenarios skip it (the study's own equal-cost options are those alternatives)
+        alternatives = None if scenario.study == "base" else False  # None: as planner plan
+        d = close_plan(plan, seed=self.spec.seed, alternatives=alternatives) \
+            if solve == CLOSED else plan.to_dict()
+        return outcome_from_plan(scenario, d, solve, time.perf_counter() - t0, decode_mean)
 
     @property
     def problems_solved(self) -> int:
-        return len(self._solved)
+        """Distinct problems planned (each once, whatever solves it had)."""
+        return len({key for key, _ in self._solved})
+
+    @property
+    def closed_loops(self) -> int:
+        """Distinct problems taken through the closed loop."""
+        return sum(solve == CLOSED for _, solve in self._solved)
 
 
 class ScenarioSolver:
-    """``scenario -> Outcome`` as a picklable function for an executor's workers.
+    """``(scenario, solve) -> Outcome`` as a picklable function for an executor's
+    workers.
 
     Each worker process builds one :class:`WhatIfRunner` per spec and keeps it (with
-    its evaluators and perf-model tables) for every scenario it is sent, so a worker
-    pays for a workload's tables once, as the serial runner does."""
+    its workloads, and the perf model's process-wide island tables) for every scenario
+    it is sent."""
 
     def __init__(self, spec: WhatIfSpec) -> None:
         self.spec = spec
         self.key = hashlib.sha256(pickle.dumps(spec)).hexdigest()
 
-    def __call__(self, scenario: Scenario) -> Outcome:
+    def __call__(self, item: tuple[Scenario, str]) -> Outcome:
+        scenario, solve = item
         runner = _WORKER_RUNNERS.get(self.key)
         if runner is None:
             runner = _WORKER_RUNNERS[self.key] = WhatIfRunner(self.spec)
-        return runner._solve_new(scenario)
+        return runner._solve_new(scenario, solve)
 
 
 _WORKER_RUNNERS: dict[str, WhatIfRunner] = {}
 
-__all__ = ["Outcome", "ScenarioSolver", "WhatIfRunner"]
+__all__ = ["ANALYTIC", "CLOSED", "CLOSED_LOOP", "CORRECTED", "NO_PLAN", "PLANNED", "SOLVES",
+           "Outcome", "ScenarioSolver", "WhatIfRunner", "outcome_from_plan"]

@@ -8,9 +8,13 @@ example)::
     workload: azure-conv-2023              # the base workload
     budget: 512                            # base $/h (default: the inventory's full cost)
     availability: inventory                # or "unlimited" (market availability)
-    ranges: 16
-    slo: {ttft_ms: 2000, tpot_ms: 100}     # optional
-    solver: {time_limit: 60, mip_gap: 1.0e-4, prune_tol: 0.005, max_island: 128}
+    ranges: 32                             # planner plan's default
+    slo: {ttft_ms: 2000, tpot_ms: 50}      # planner plan's default; "none": no ceilings
+    seed: 0                                # planner plan's --seed (the closed loop's)
+    island_granularity: server             # planner plan's --island-granularity
+    closed_loop: auto                      # auto | every | sample | off, or
+                                           # {mode: sample, sample: 6}
+    solver: {time_limit: 600, mip_gap: 1.0e-4, prune_tol: 0.005}   # planner plan's
     studies:
       budget_sweep: [128, 256, 512, 1024, 2048]
       prices: {H200: [0.8x, 1.0x, 1.2x], H20: [0.8, 1.2]}   # factors ("x") or $/GPU-h
@@ -36,8 +40,10 @@ from typing import Any
 
 from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE, get_engine
+from planner.context.request import PlanRequest
 from planner.core.defaults import (
     DEFAULT_MODEL,
+    DEFAULT_SLO,
     DEFAULT_WORKLOAD,
     MAX_ISLAND_GPUS,
     MAX_LATENCY_MS,
@@ -47,7 +53,9 @@ from planner.core.defaults import (
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import Inventory, InventoryEntry, inventory_from_dict, load_inventory
 from planner.whatif.values import (
+    CLOSED_LOOP_MODES,
     DEFAULT_MAX_ISLAND,
+    ClosedLoopOptions,
     PriceSweep,
     SolverOptions,
     WorkloadMix,
@@ -55,6 +63,7 @@ from planner.whatif.values import (
     budget_value,
     parse_add_flag,
     parse_budgets,
+    plan_default,
     positive,
     price_value,
     read_yaml,
@@ -66,16 +75,24 @@ from planner.workload.fields import Loc
 
 #: A relative MIP gap of 1 or more accepts any feasible plan as optimal.
 MAX_MIP_GAP = 0.5
+#: Scenarios per workload a sample may close (more is the ``every`` mode).
+MAX_SAMPLE = 1000
+#: ``planner plan --seed``'s bound (planner.cli.values.MAX_SEED; numpy's seed range).
+MAX_SEED = 2**32 - 1
 
-__all__ = ["AVAILABILITY", "DEFAULT_MAX_ISLAND", "DEFAULT_RANGES", "Flags", "PriceSweep",
-           "SolverOptions", "WhatIfSpec", "WorkloadMix", "load_spec"]
+__all__ = ["AVAILABILITY", "DEFAULT_MAX_ISLAND", "DEFAULT_RANGES", "ClosedLoopOptions",
+           "Flags", "PriceSweep", "SolverOptions", "WhatIfSpec", "WorkloadMix", "load_spec"]
 
 AVAILABILITY = ("inventory", "unlimited")
-DEFAULT_RANGES = 16  # coarser than `planner plan`'s 32: a study solves dozens of MILPs
+GRANULARITIES = ("server", "gpu")
+#: ``planner plan``'s: every scenario is planned as ``planner plan`` plans it.
+DEFAULT_RANGES: int = plan_default(PlanRequest, "ranges")
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
+#: ``slo: none`` (``--no-slo``): no latency ceilings, as ``planner plan --no-slo``.
+NO_SLO = "none"
 
 _TOP = {"inventory", "model", "workload", "budget", "availability", "ranges", "slo",
-        "solver", "studies", "engine"}
+        "solver", "studies", "engine", "seed", "island_granularity", "closed_loop"}
 _STUDIES = {"budget_sweep", "prices", "add", "remove", "workloads", "equal_cost", "marginal",
             "marginal_beyond_inventory"}
 _SOLVER = {"time_limit", "mip_gap", "prune_tol", "max_island"}
@@ -90,7 +107,7 @@ class WhatIfSpec:
     budget: float | None = None
     availability: str = "inventory"
     ranges: int = DEFAULT_RANGES
-    slo: SLO = SLO()
+    slo: SLO = DEFAULT_SLO
     solver: SolverOptions = SolverOptions()
     budget_sweep: tuple[float, ...] = ()
     prices: tuple[PriceSweep, ...] = ()
@@ -103,6 +120,9 @@ class WhatIfSpec:
     # under "inventory" availability, may the marginal study offer more GPUs of a type
     # than the inventory lists?  (Only when the spec says so: planner.whatif.marginal.)
     marginal_beyond_inventory: bool = False
+    seed: int = 0  # planner plan's --seed: the closed loop's simulations
+    island_granularity: str = "server"  # planner plan's --island-granularity
+    closed_loop: ClosedLoopOptions = ClosedLoopOptions()
 
     @property
     def base_budget(self) -> float:
@@ -121,6 +141,8 @@ class WhatIfSpec:
             "base_budget": self.base_budget,
             "availability": self.availability, "ranges": self.ranges,
             "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},
+            "seed": self.seed, "island_granularity": self.island_granularity,
+            "closed_loop": vars(self.closed_loop).copy(),
             "solver": vars(self.solver).copy(),
             "studies": {
                 "budget_sweep": list(self.budget_sweep),
@@ -157,7 +179,12 @@ class Flags:
     max_island: int | None = None
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    no_slo: bool | None = None
     engine: str | None = None
+    seed: int | None = None
+    island_granularity: str | None = None
+    closed_loop: str | None = None
+    sample: int | None = None
 
 
 def _inventory(value: Any, loc: Loc, base_dir: Path) -> Inventory:
@@ -196,22 +223,62 @@ def _solver(data: Mapping[str, Any], root: Loc, flags: Flags) -> SolverOptions:
         mip_gap=positive(sd.get("mip_gap", d.mip_gap), sv.child("mip_gap"), zero=True,
                          le=MAX_MIP_GAP),
         prune_tol=positive(sd.get("prune_tol", d.prune_tol), sv.child("prune_tol"), zero=True),
-        max_island=int(positive(cap, cap_at, integer=True, le=MAX_ISLAND_GPUS)))
+        max_island=None if cap is None else
+        int(positive(cap, cap_at, integer=True, le=MAX_ISLAND_GPUS)))
     if out.prune_tol >= 0.5:
         raise sv.child("prune_tol").error(f"must be below 0.5, got {out.prune_tol:g}")
     return out
 
 
 def _slo(data: Mapping[str, Any], root: Loc, flags: Flags) -> SLO:
+    """``planner plan``'s SLO: its default ceilings, each overridden by the spec's
+    ``slo.ttft_ms`` / ``slo.tpot_ms`` or ``--ttft`` / ``--tpot``; ``slo: none`` (or
+    ``--no-slo``) is no ceiling at all (``planner plan --no-slo``)."""
     loc = root.child("slo")
-    sd = loc.mapping(data.get("slo") or {})
+    raw = data.get("slo")
+    if isinstance(raw, str) and raw.strip().lower() != NO_SLO:
+        raise loc.error(f"expected {{ttft_ms, tpot_ms}} or '{NO_SLO}', got {raw!r}")
+    none = flags.no_slo if flags.no_slo is not None else isinstance(raw, str)
+    if none:
+        if flags.ttft_ms is not None or flags.tpot_ms is not None:
+            raise Loc("--no-slo").error("means no ceilings at all: drop --ttft and --tpot")
+        return SLO()
+    sd = loc.mapping(raw) if raw is not None and not isinstance(raw, str) else {}
     loc.only_keys(sd, {"ttft_ms", "tpot_ms"})
     values = []
-    for key, flag_value, flag in (("ttft_ms", flags.ttft_ms, "--ttft"),
-                                  ("tpot_ms", flags.tpot_ms, "--tpot")):
-        value, at = _pick(flag_value, flag, sd, key, loc, None)
-        values.append(None if value is None else positive(value, at, le=MAX_LATENCY_MS))
+    for key, flag_value, flag, default in (
+            ("ttft_ms", flags.ttft_ms, "--ttft", DEFAULT_SLO.ttft_ms),
+            ("tpot_ms", flags.tpot_ms, "--tpot", DEFAULT_SLO.tpot_ms)):
+        value, at = _pick(flag_value, flag, sd, key, loc, default)
+        values.append(positive(value, at, le=MAX_LATENCY_MS))
     return SLO(*values)
+
+
+def _closed_loop(data: Mapping[str, Any], root: Loc, flags: Flags) -> ClosedLoopOptions:
+    """``closed_loop: MODE`` or ``{mode: MODE, sample: N}``; ``--closed-loop`` and
+    ``--sample`` override (docs/whatif.md, "The closed loop")."""
+    loc = root.child("closed_loop")
+    raw = data.get("closed_loop")
+    d = ClosedLoopOptions()
+    if isinstance(raw, str):
+        cd: Mapping[str, Any] = {"mode": raw}
+        mode_at = loc
+    else:
+        cd = loc.mapping(raw) if raw is not None else {}
+        loc.only_keys(cd, {"mode", "sample"})
+        mode_at = loc.child("mode")
+    if flags.closed_loop is not None:
+        mode, mode_at = flags.closed_loop, Loc("--closed-loop")
+    else:
+        mode = cd.get("mode", d.mode)
+    if mode not in CLOSED_LOOP_MODES:
+        raise mode_at.error(f"must be one of {', '.join(CLOSED_LOOP_MODES)}, got {mode!r}")
+    sample, at = _pick(flags.sample, "--sample", cd, "sample", loc, d.sample)
+    sample = int(positive(sample, at, integer=True, le=MAX_SAMPLE))
+    if sample < 2:
+        raise at.error("a sample needs at least 2 scenarios (the base and one more) for "
+                       f"its correction's error to be measured, got {sample}")
+    return ClosedLoopOptions(str(mode), sample)
 
 
 def _budget_sweep(studies: Mapping[str, Any], st: Loc, flags: Flags) -> tuple[float, ...]:
@@ -368,6 +435,12 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         raise at.error(str(err)) from None
     ranges, at = _pick(flags.ranges, "--ranges", data, "ranges", root, DEFAULT_RANGES)
     ranges = int(positive(ranges, at, integer=True, le=MAX_RANGES))
+    seed, at = _pick(flags.seed, "--seed", data, "seed", root, 0)
+    seed = int(positive(seed, at, integer=True, zero=True, le=MAX_SEED))
+    granularity, at = _pick(flags.island_granularity, "--island-granularity", data,
+                            "island_granularity", root, "server")
+    if granularity not in GRANULARITIES:
+        raise at.error(f"must be one of {', '.join(GRANULARITIES)}, got {granularity!r}")
 
     marginal, at = _pick(flags.marginal, "--marginal", studies, "marginal", st, None)
     equal_cost, eq_at = _pick(flags.equal_cost, "--equal-cost", studies, "equal_cost", st,
@@ -391,7 +464,8 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         _budget_sweep(studies, st, flags), _prices(studies, st, flags, inventory, unlimited),
         _add(studies, st, flags, inventory, unlimited), _remove(studies, st, flags, inventory),
         _workloads(studies, st, flags, base_dir), equal_cost,
-        None if marginal is None else budget_value(marginal, at), engine, beyond)
+        None if marginal is None else budget_value(marginal, at), engine, beyond,
+        seed, str(granularity), _closed_loop(data, root, flags))
     if not spec.base_budget > 0:
         raise root.child("budget").error("is needed: the inventory's full cost is 0 $/h")
     if not spec.has_study:

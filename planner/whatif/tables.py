@@ -11,9 +11,10 @@ import math
 from typing import Any, cast
 
 from planner.whatif.pareto import STUDY_TITLES, comparable_points, pareto_points
+from planner.whatif.request import plan_command, plan_request
 from planner.whatif.run import WhatIfResult, scenario_label
 from planner.whatif.scenarios import MIX
-from planner.whatif.solve import Outcome
+from planner.whatif.solve import CORRECTED, Outcome
 
 #: What each study asks, in one plain line (whatif.html puts it under the study's title).
 STUDY_INTROS: dict[str, str] = {
@@ -44,16 +45,26 @@ GLOSSARY: dict[str, str] = {
     "<type> only": "a fleet of that single GPU type (homogeneous)",
     "availability": "how many GPUs of each type a scenario may use: the inventory's "
                     "counts, or as many as the budget buys on the market (unlimited)",
-    "requests/s": "the sustained rate of requests the fleet serves on the workload while "
-                  "meeting the latency targets (SLO)",
+    "requests/s": "the capacity `planner plan` promises for the scenario: the rate at "
+                  "which its closed loop finds the latency targets (SLO) hold in "
+                  "simulation (in a sampled study some are corrected analytic figures; "
+                  "see 'from')",
+    "analytic": "the performance model's capacity of the same plan, before the closed "
+                "loop (`planner plan`'s analytic figure)",
+    "from": "where a scenario's requests/s come from: its own closed loop, or its "
+            "analytic figure corrected by the ratio measured on a sample of scenarios",
+    "closed loop": "`planner plan`'s last step: the plan is simulated and its capacity "
+                   "is the rate at which the SLO holds there",
     "vs base": "change of requests/s relative to the base scenario",
     "vs mix": "change of requests/s relative to the mix at the same budget",
     "$/h used": "what the GPUs of the chosen layout cost per hour; below the budget when "
                 "more GPUs would not help or are not available",
     "$/M out tok": "dollars per million output (generated) tokens at the sustained rate",
-    "status": "optimal: the solver proved no better layout exists (within its tolerance); "
-              "time limit: the best layout found when time ran out, with the gap to the "
-              "proven bound",
+    "status": "optimal: the solver proved no better layout exists in the performance "
+              "model (within its tolerance); time limit or work limit: the best layout "
+              "found when the solver stopped, with the gap to the proven bound; no plan: "
+              "`planner plan` finds none (or none holds the SLO in simulation); answer: "
+              "the closed loop chose `planner plan`'s single-type alternative",
     "budget sweep": "the same question asked at several budgets",
     "equal cost": "the mixed fleet against each single GPU type for the same $/h",
     "price sweep": "one GPU type's price changed, to see how sensitive the answer is to it",
@@ -77,8 +88,9 @@ GLOSSARY: dict[str, str] = {
 
 #: Table headers explained on hover (whatif.html).
 COLUMN_TERMS: dict[str, str] = {
-    h: GLOSSARY[h] for h in ("requests/s", "vs base", "vs mix", "$/h used", "$/M out tok",
-                             "status", "factor", "gain, requests/s", "per extra $/h")
+    h: GLOSSARY[h] for h in ("requests/s", "analytic", "from", "vs base", "vs mix",
+                             "$/h used", "$/M out tok", "status", "factor",
+                             "gain, requests/s", "per extra $/h")
 } | {"option": f"mix: {GLOSSARY['mix']}; <type> only: {GLOSSARY['<type> only']}",
      "GPUs": "the GPUs the best layout uses (of those available)",
      "spend +X $/h on": "one way of spending the extra money per hour"}
@@ -117,7 +129,9 @@ def rows(result: WhatIfResult) -> list[dict[str, Any]]:
         out.append({
             "study": s.study, "scenario": s.name, "option": s.option, "workload": s.workload,
             "budget": s.budget, "availability": result.spec.availability,
-            "requests_per_s": o.requests_per_s, "vs_base": _ratio(o.requests_per_s, base),
+            "requests_per_s": o.requests_per_s, "capacity": o.capacity,
+            "analytic_requests_per_s": o.analytic_requests_per_s,
+            "correction": o.correction, "vs_base": _ratio(o.requests_per_s, base),
             "vs_mix": _ratio(o.requests_per_s, _mix_value(result, o)),
             "cost_per_hour": o.cost_per_hour, "output_tokens_per_s": o.output_tokens_per_s,
             "usd_per_m_output_tokens": o.usd_per_m_output_tokens, "gpus": gpus_text(o),
@@ -136,17 +150,35 @@ def _pct(r: float | None) -> str:
 
 
 def _status(o: Outcome) -> str:
-    if o.status == "optimal":
-        return "optimal"
     if o.status == "time_limit" and math.isfinite(o.gap):
-        return f"time limit (gap {o.gap:.1%})"
-    return o.status.replace("_", " ")
+        text = f"time limit (gap {o.gap:.1%})"
+    else:
+        text = o.status.replace("_", " ")
+    if o.answer_from:
+        text += f"; answer: {o.answer_from}"
+    return text
+
+
+def _from(o: Outcome) -> str:
+    if o.capacity == CORRECTED:
+        return f"corrected x{o.correction:.3f}"
+    return o.capacity
+
+
+def capacity_columns(result: WhatIfResult) -> list[str]:
+    """The capacity columns of a study table: requests/s, and beside it the analytic
+    figure (unless requests/s are analytic) and, in a sampled study, where each comes
+    from."""
+    if result.mode == "off":
+        return ["requests/s"]
+    return ["requests/s", "analytic"] + (["from"] if result.mode == "sample" else [])
 
 
 def study_tables(result: WhatIfResult) -> list[tuple[str, str, list[str], list[list[str]]]]:
     """(study, title, header, rows) per study, in study order."""
     recs = rows(result)
-    common = ["requests/s", "vs base", "$/h used", "$/M out tok", "GPUs", "status"]
+    cap = capacity_columns(result)
+    common = [*cap, "vs base", "$/h used", "$/M out tok", "GPUs", "status"]
     out = []
     for study, title in STUDY_TITLES.items():
         ks = [k for k, r in enumerate(recs) if r["study"] == study]
@@ -162,7 +194,7 @@ def study_tables(result: WhatIfResult) -> list[tuple[str, str, list[str], list[l
             head = ["scenario"]
         header = head + common
         if study in ("budget", "equal_cost"):
-            header.insert(len(head) + 2, "vs mix")
+            header.insert(len(head) + len(cap) + 1, "vs mix")
         body = []
         for k in ks:
             r, o = recs[k], result.outcomes[k]
@@ -177,11 +209,13 @@ def study_tables(result: WhatIfResult) -> list[tuple[str, str, list[str], list[l
                          _f(gain / cast(float, result.spec.marginal), 3)]
             else:
                 first = [s.name]
-            row = first + [_f(r["requests_per_s"]), _pct(r["vs_base"]),
-                           _f(r["cost_per_hour"]), _f(r["usd_per_m_output_tokens"]),
-                           r["gpus"], _status(o)]
+            figures = {"requests/s": _f(r["requests_per_s"]),
+                       "analytic": _f(r["analytic_requests_per_s"]), "from": _from(o)}
+            row = first + [figures[c] for c in cap] + [
+                _pct(r["vs_base"]), _f(r["cost_per_hour"]),
+                _f(r["usd_per_m_output_tokens"]), r["gpus"], _status(o)]
             if study in ("budget", "equal_cost"):
-                row.insert(len(head) + 2, _pct(r["vs_mix"]))
+                row.insert(len(head) + len(cap) + 1, _pct(r["vs_mix"]))
             body.append(row)
         out.append((study, title, header, body))
     return out
@@ -206,19 +240,73 @@ def availability_text(result: WhatIfResult) -> str:
     return text
 
 
+def method_text(result: WhatIfResult) -> str:
+    """How every scenario was planned, in one sentence."""
+    spec = result.spec
+    slo = spec.slo
+    ceilings = ", ".join(f"{n} <= {v:g} ms" for n, v in (("TTFT", slo.ttft_ms),
+                                                          ("TPOT", slo.tpot_ms))
+                         if v is not None) or "no latency ceilings"
+    text = (f"Every scenario is planned as `planner plan` plans it: the same request (the "
+            f"inventory with the scenario's GPUs and prices, its budget, model "
+            f"{spec.model}, its workload, SLO {ceilings}, engine {spec.engine}, seed "
+            f"{spec.seed}, {spec.ranges} length ranges, {spec.island_granularity}-"
+            "granularity islands)")
+    extra = spec.solver.differences()
+    if extra:
+        text += f" with solver settings other than `planner plan`'s: {', '.join(extra)}"
+    base = plan_command(spec, plan_request(spec, result.base.scenario))
+    return text + f". The base scenario is `{base}`."
+
+
+def capacity_text(result: WhatIfResult) -> str:
+    """Where the requests/s come from (the closed loop, a corrected sample, or the perf
+    model), with a sampled study's measured error."""
+    if result.mode == "off":
+        return ("Closed loop off (closed_loop: off): requests/s are the perf model's "
+                "analytic figures (`planner plan --no-sim-check`), not the capacity "
+                "`planner plan` promises.")
+    if result.mode == "every" or result.correction is None:
+        return ("Each scenario's requests/s are `planner plan`'s headline for it, its "
+                "closed loop's (the rate at which the SLO holds in simulation); "
+                "'analytic' is the perf model's figure for the same plan.")
+    c = result.correction
+
+    def pct(x: float) -> str:
+        return "not measured" if not math.isfinite(x) else f"{x:.1%}"
+
+    parts = []
+    for w in c.workloads.values():
+        lo, hi = w.ratios
+        spread = "" if lo == hi else f" (sampled x{lo:.3f} to x{hi:.3f})"
+        factor = w.factor(1.0)  # the median: the same at every analytic figure
+        parts.append(f"{w.workload}: x{factor:.3f}{spread} from {len(w.points)} closed "
+                     f"scenario(s), {w.corrected} corrected, error max "
+                     f"{pct(w.max_error)}, median {pct(w.median_error)}")
+    return (f"Sampled closed loop (closed_loop: sample): the loop was closed for "
+            f"{c.closed} distinct problems (up to {c.sample} per workload, the base "
+            f"always) -- their requests/s are `planner plan`'s headline; the other "
+            f"{c.corrected} scenarios' requests/s are their analytic figure times the "
+            "median closed/analytic ratio of their workload's sample ('corrected' in the "
+            f"'from' column): {'; '.join(parts)}. Measured error of the correction "
+            f"(leave-one-out on the sample, max |corrected - closed| / closed): "
+            f"{pct(c.max_error)}.")
+
+
 def notes(result: WhatIfResult) -> list[str]:
     spec = result.spec
+    loops = (f", {result.closed_loops} through the closed loop" if result.mode != "off"
+             else "")
     return [
         f"Inventory '{spec.inventory.name}', model {spec.model}, base workload "
         f"{spec.workload}, base budget {spec.base_budget:g} $/h; availability: "
         f"{availability_text(result)}.",
-        f"Every scenario is solved exactly (the outer MILP, global optimum of the model up "
-        f"to a {spec.solver.mip_gap:g} MIP gap and {spec.solver.prune_tol:g} pruning "
-        f"tolerance) at {spec.ranges} length ranges (what-if default 16; `planner plan` "
-        f"uses 32) with islands of at most {spec.solver.max_island} GPUs; throughput is "
-        "the sustained request rate, $/M out tok the $ per million output tokens at it.",
-        f"{len(result.outcomes)} scenarios, {result.problems} distinct problems solved in "
-        f"{result.seconds:.0f} s.",
+        method_text(result),
+        capacity_text(result),
+        "Throughput is requests/s at the SLO, $/M out tok the $ per million output "
+        "tokens at it.",
+        f"{len(result.outcomes)} scenarios, {result.problems} distinct problems planned"
+        f"{loops} in {result.seconds:.0f} s.",
     ]
 
 
@@ -260,7 +348,10 @@ def highlights(result: WhatIfResult) -> list[tuple[str, str]]:
     """(label, sentence): the base plan, the marginal answer, then the best scenario of
     each study -- what whatif.html leads with."""
     base = result.base
-    out = [("Base plan", f"{_f(base.requests_per_s)} requests/s for "
+    analytic = ("" if result.mode == "off" or not math.isfinite(
+        base.analytic_requests_per_s) else
+        f" (`planner plan`'s headline; analytic {_f(base.analytic_requests_per_s)})")
+    out = [("Base plan", f"{_f(base.requests_per_s)} requests/s{analytic} for "
             f"{_f(base.cost_per_hour)} $/h with {gpus_text(base)}, "
             f"{_f(base.usd_per_m_output_tokens)} $ per million output tokens.")]
     if result.marginal is not None:
@@ -295,5 +386,6 @@ def highlights(result: WhatIfResult) -> list[tuple[str, str]]:
 
 
 __all__ = ["COLUMN_TERMS", "GLOSSARY", "PARETO_RULE", "STUDY_INTROS", "availability_text",
-           "front_groups", "gpus_text", "highlights", "islands_text", "left_out_of_front",
-           "notes", "rows", "study_tables", "tables"]
+           "capacity_columns", "capacity_text", "front_groups", "gpus_text", "highlights",
+           "islands_text", "left_out_of_front", "method_text", "notes", "rows",
+           "study_tables", "tables"]

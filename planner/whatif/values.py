@@ -6,6 +6,7 @@ dotted field) and raises its one-line :class:`PlannerError` on a bad value.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -16,26 +17,86 @@ from typing import Any
 from perfmodel import reading
 from perfmodel.errors import check_number
 from perfmodel.hardware import resolve_gpu
+from planner.context.request import PlanRequest
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import MAX_BUDGET, InventoryEntry
+from planner.outer.exact import ExactSearch
 from planner.workload.fields import Loc
 from planner.workload.registry import resolve_workload_path
 
-# Islands above this size are not considered: under unlimited availability a 2048 $/h
-# budget would otherwise enumerate (and benchmark) islands of thousands of GPUs.
-DEFAULT_MAX_ISLAND = 128
+
+def plan_default(cls: Any, name: str) -> Any:
+    """The default of ``cls``'s parameter (a dataclass field or an ``__init__``
+    argument) ``name``: the what-if's solver defaults are ``planner plan``'s own."""
+    fields = getattr(cls, "__dataclass_fields__", None)
+    if fields is not None and name in fields:
+        return fields[name].default
+    return inspect.signature(cls.__init__).parameters[name].default
+
+
+#: Islands of any size up to availability, as ``planner plan`` (the exact search's
+#: default); a spec may cap them (``solver.max_island``).
+DEFAULT_MAX_ISLAND: int | None = plan_default(ExactSearch, "max_island")
 _ADD = {"type", "count", "price_per_hour", "min_island", "datasheet"}
 _MIX = {"mix", "share", "name"}
 
 
 @dataclass(frozen=True)
 class SolverOptions:
-    """Settings of every scenario's exact MILP (planner.outer.exact)."""
+    """Settings of every scenario's exact MILP (planner.outer.exact); the defaults are
+    ``planner plan``'s (its ``--exact-time-limit`` and the exact search's own), so a
+    scenario's request is the one ``planner plan`` builds.  Values other than these go
+    into the request's ``search_options`` (:meth:`search_options`)."""
 
-    time_limit: float = 60.0
-    mip_gap: float = 1e-4
-    prune_tol: float = 0.005
-    max_island: int = DEFAULT_MAX_ISLAND
+    time_limit: float = plan_default(PlanRequest, "exact_time_limit")
+    mip_gap: float = plan_default(ExactSearch, "mip_rel_gap")
+    prune_tol: float = plan_default(ExactSearch, "prune_tol")
+    max_island: int | None = DEFAULT_MAX_ISLAND
+
+    def search_options(self) -> dict[str, Any]:
+        """The exact search's options that differ from ``planner plan``'s (empty at the
+        defaults, as ``planner plan`` passes none)."""
+        out: dict[str, Any] = {}
+        for name, key in (("mip_gap", "mip_rel_gap"), ("prune_tol", "prune_tol"),
+                          ("max_island", "max_island")):
+            value = getattr(self, name)
+            if value != plan_default(ExactSearch, key):
+                out[key] = value
+        return out
+
+    def differences(self) -> list[str]:
+        """The settings that differ from ``planner plan``'s, for people."""
+        d = SolverOptions()
+        return [f"{k} {'none' if v is None else format(v, 'g')}"
+                for k in ("time_limit", "mip_gap", "prune_tol", "max_island")
+                if (v := getattr(self, k)) != getattr(d, k)]
+
+
+#: How each scenario's capacity is obtained (docs/whatif.md, "The closed loop").
+CLOSED_LOOP_MODES = ("auto", "every", "sample", "off")
+#: ``auto`` closes the loop for every scenario of a study with at most this many
+#: distinct problems, and for a sample beyond it.
+AUTO_EVERY_LIMIT = 24
+#: Scenarios of each workload whose loop ``sample`` closes (the base always among them).
+DEFAULT_SAMPLE = 6
+
+
+@dataclass(frozen=True)
+class ClosedLoopOptions:
+    """``every``: each scenario through ``planner plan``'s closed loop; ``sample``: the
+    loop closed for ``sample`` scenarios of each workload (the base always), the others'
+    analytic figures corrected by the sample's measured ratio; ``off``: the analytic
+    figure (``planner plan --no-sim-check``); ``auto``: ``every`` up to
+    :data:`AUTO_EVERY_LIMIT` distinct problems, else ``sample``."""
+
+    mode: str = "auto"
+    sample: int = DEFAULT_SAMPLE
+
+    def resolve(self, problems: int) -> str:
+        """The mode a study of ``problems`` distinct problems runs in."""
+        if self.mode != "auto":
+            return self.mode
+        return "every" if problems <= AUTO_EVERY_LIMIT else "sample"
 
 
 @dataclass(frozen=True)

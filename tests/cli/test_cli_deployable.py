@@ -37,15 +37,19 @@ def test_plan_prints_servers_and_the_export_command(run_cli, small_inventory, tm
 
 def test_an_slo_no_island_meets_on_the_longest_prompts_says_so(run_cli, tmp_path):
     """Under TensorRT-LLM, whose attention DP is all ranks or none, no 16-GPU island of
-    80 GB parts prefills DeepSeek-V3's longest prompts within the default TTFT: the plan
-    stops before searching, naming the lengths and the best TTFT per type (exit 1)."""
+    80 GB parts prefills DeepSeek-V3's prompts past ~4,800 tokens in the 500 ms pass a
+    1 s TTFT gives it -- 0.54 % of requests, more than the miss allowance lets a plan
+    serve best-effort: the plan stops before searching, naming the lengths, the pass
+    share and the best pass per type (exit 1).  (At the default TTFT only the
+    14,050-token prompts miss, 0.005 %, and it plans: tests/plan/test_slo_allowance.py.)"""
     inv = tmp_path / "inv.yaml"
     inv.write_text("gpus:\n  - {type: H100-SXM, count: 16, price_per_hour: 1.56}\n"
                    "  - {type: A100-80G, count: 16, price_per_hour: 0.68}\n")
-    rc, _, err = run_cli("plan", "--inventory", str(inv), "--ranges", "8",
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--ranges", "8", "--ttft", "1000",
                          "--out", str(tmp_path / "r"), "-q")
     assert rc == 1 and "cannot be met" in err and "14,050" in err and "H100-SXM" in err
-    assert not (tmp_path / "r").exists()
+    assert "a prefill pass gets 50% of the TTFT (500 ms of 1,000 ms)" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
 
 
 def test_an_engine_that_runs_on_none_of_the_gpus_is_exit_1(run_cli, tmp_path):

@@ -44,6 +44,7 @@ PLAN = ("plan", "--model", "llama-3.1-70b", "--ranges", "8", "--no-sim-check",
     ("--exact-time-limit", "nan", "must be finite"),
     ("--ttft", "inf", "must be finite"),
     ("--engine", "warp-drive", "unknown engine"),
+    ("--router", "teleport", "unknown router"),
     ("--model", "gpt-9", "unknown model"),
     ("--workload", "nope", "unknown workload"),
 ])

@@ -79,7 +79,12 @@ def test_colocated_plan_end_to_end(run_cli, tmp_path):
     (isl,) = plan["islands"]
     assert isl["role"] == "both" and isl["ttft_ms"] > 0 and isl["tpot_ms"] > 0
     loop = plan["summary"]["closed_loop"]
-    assert loop["slo_attainment_at_90pct"] >= 0.99 and loop["sustained_fraction"] >= 0.95
+    assert min(loop["slo_attainment_by_seed"]) >= 0.99 and loop["sustained_fraction"] >= 0.95
+    # chunked prefill with the plan's budget (operating.colocated_token_budget)
+    assert isl["token_budget"] > 0
+    # the island's own saturation is close to the perf model's: the simulator runs the
+    # chunked prefill the perf model's colocated pass assumes
+    assert 0.85 <= loop["saturation_requests_per_s"] / loop["analytic_requests_per_s"] <= 1.1
     assert "colocated" in (out / "report.md").read_text().lower() or isl["role"] == "both"
 
 

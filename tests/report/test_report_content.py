@@ -52,10 +52,17 @@ def test_answer_without_comparisons_and_in_target_mode():
     assert "Instead of one GPU type" not in lines  # nothing to compare with
     assert search_quality(plan).endswith(": The exact optimum was not computed.")
     rate = plan["summary"]["requests_per_s"]
-    assert lines["Target"] == f"100 requests/s: {'met' if rate >= 100 else 'NOT met'}"
+    # without the closed loop the report says the verdict is the perf model's
+    assert lines["Target"] == (f"100 requests/s: {'met' if rate >= 100 else 'NOT met'} "
+                               "on the perf model (not simulated)")
+    # with it, the target's own simulation is the verdict
+    plan["summary"]["closed_loop"] = {"target_attainment": 0.9962, "router": "range"}
+    assert dict(answer.answer(plan))["Target"].startswith(
+        "100 requests/s: met -- 99.6% of requests meet the SLO at the target rate")
     assert "budget" not in lines["It costs"]
+    del plan["summary"]["closed_loop"]
     plan["summary"]["requests_per_s"] = 99.0
-    assert dict(answer.answer(plan))["Target"].endswith("NOT met")
+    assert dict(answer.answer(plan))["Target"].startswith("100 requests/s: NOT met")
 
 
 def test_layout_label_groups_islands_by_type():
@@ -218,3 +225,41 @@ def test_missing_numbers_print_as_dash():
     _, rows = sections.throughput_table(plan)
     values = dict(rows)
     assert values["$ per million tokens"] == "—" and values["tokens/s"] == "—"
+
+
+def test_alternatives_are_shown_by_the_same_promise():
+    """Closed-loop alternatives replace the analytic single-type baselines: their rate
+    is the one at which the SLO held, one that serves nothing costs nothing and says
+    why, availability caps are stated, and the comparison uses the closed figures."""
+    plan = make_plan_dict(S=200, J=8, history=10)
+    s = plan["summary"]
+    mine = float(s["requests_per_s"])
+    s["closed_loop"] = {"router": "range", "seeds": [0, 1007, 2007, 3007],
+                        "slo_attainment_by_seed": [0.997, 0.996, 0.998, 0.995],
+                        "saturation_requests_per_s": mine * 1.1,
+                        "reference_router": "jsq", "reference_router_attainment": 0.5,
+                        "analytic_requests_per_s": mine * 1.2}
+    s["alternatives"] = [
+        {"label": "64 x H200 only", "gpu": "H200", "available": 64,
+         "capped_by_availability": True, "requests_per_s": mine / 4, "cost_per_hour": 256.0,
+         "requests_per_s_per_dollar": mine / 4 / 256.0, "layout": [["H200", 8]],
+         "status": "holds the SLO", "why": None},
+        {"label": "128 x H20 only", "gpu": "H20", "available": 128,
+         "capped_by_availability": False, "requests_per_s": 0.0, "cost_per_hour": 0.0,
+         "layout": [], "status": "serves nothing", "why": "no island serves 14,050 tokens"}]
+    header, rows = sections.baselines_table(plan)
+    by = {r[0]: r for r in rows}
+    assert "requests/s per $/h" in header
+    assert by["64 x H200 only"][2] == fmt(mine / 4)
+    assert by["64 x H200 only"][5] == "holds the SLO (all 64 available)"
+    assert by["64 x H200 only"][6] == fmt(4.0)
+    assert by["128 x H20 only"][3] == "$0.00/h"
+    assert by["128 x H20 only"][5] == "serves nothing: no island serves 14,050 tokens"
+    assert not any(r[0].startswith("H200 only") for r in rows)  # the analytic baseline
+    lines = dict(answer.answer(plan))
+    assert lines["Instead of one GPU type"].startswith(f"{fmt(4.0)}× the requests/s")
+    assert "all that is available" in lines["Instead of one GPU type"]
+    assert "99.5% of requests meet the SLO at this rate (the lowest of 4 seeds" \
+        in lines["How sure"] and "under the 'jsq' router 50.0%" in lines["How sure"]
+    s["answer_from"] = {"label": "64 x H200 only", "why": "it beats the search's plan"}
+    assert dict(answer.answer(plan))["Why this plan"] == "it beats the search's plan"

@@ -1,6 +1,11 @@
 """Helpers (no tests) shared by tests/whatif/test_whatif_*.py: a small inventory -- 16 H200 @ 4
 $/h and 32 H20 @ 1 $/h with islands of at least 8 GPUs -- and few length ranges, so a
-study takes seconds, not minutes."""
+study takes seconds, not minutes.
+
+:func:`write_spec` writes specs with the closed loop off (each scenario's figure is
+``planner plan --no-sim-check``'s, seconds rather than a simulation each) and no
+latency ceilings (the throughput-only mode, whose orderings the studies check);
+tests/whatif/test_whatif_promise.py runs the closed loop and the default SLO."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from planner.whatif.solve import WhatIfRunner
+from planner.whatif.solve import CLOSED, WhatIfRunner
 
 SMALL_INVENTORY = {
     "name": "small",
@@ -22,7 +27,7 @@ def write_spec(folder: Path, studies: dict, **top) -> Path:
     """Write the small inventory and a spec using it; returns the spec's path."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "small.yaml").write_text(yaml.safe_dump(SMALL_INVENTORY))
-    data = {"inventory": "small.yaml", "ranges": 6,
+    data = {"inventory": "small.yaml", "ranges": 6, "closed_loop": "off", "slo": "none",
             "solver": {"prune_tol": 0.0, "mip_gap": 1e-6}, **top, "studies": studies}
     path = folder / "spec.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -40,13 +45,26 @@ FAKE_STUDIES = {"budget_sweep": [32, 64], "equal_cost": True,
                 "workloads": ["azure-code-2023"], "marginal": 16}
 
 
+def fake_ratio(value: float) -> float:
+    """The fake closed loop's headline / analytic: larger fleets keep more of their
+    analytic capacity (made-up, smooth, below 1)."""
+    return value / (value + 8.0)
+
+
 class FakeRunner(WhatIfRunner):
     """planner.whatif.solve.WhatIfRunner with instant, deterministic solves (the
-    fastest GPUs first, in islands of 8, within the supply and budget); its caching of
-    repeated problems is the real runner's."""
+    fastest GPUs first, in islands of 8, within the supply and budget; a closed solve's
+    headline is the analytic figure times :func:`fake_ratio`); its caching of repeated
+    problems is the real runner's.  ``calls`` counts the solves by (key, kind)."""
 
-    def _solve_new(self, sc):
-        from planner.whatif.solve import Outcome
+    calls: dict | None = None
+
+    def _solve_new(self, sc, solve=CLOSED):
+        from planner.whatif.solve import ANALYTIC, CLOSED_LOOP, NO_PLAN, Outcome
+
+        if FakeRunner.calls is not None:
+            key = (sc.key(), solve)
+            FakeRunner.calls[key] = FakeRunner.calls.get(key, 0) + 1
 
         left, layout = sc.budget, []
         for t in sorted(sc.supply, key=lambda t: -SPEED.get(t.name, 1.0) / t.price_per_hour):
@@ -59,8 +77,11 @@ class FakeRunner(WhatIfRunner):
         if sc.workload != self.spec.workload:
             value *= 0.5
         roles = tuple("prefill" if k % 2 else "decode" for k in range(len(layout)))
-        return Outcome(sc, "optimal" if layout else "no plan", value, cost, tuple(layout),
-                       roles, value, 0.0 if layout else float("nan"), 0.01, 200.0)
+        rate = value * fake_ratio(value) if solve == CLOSED else value
+        capacity = NO_PLAN if not layout else CLOSED_LOOP if solve == CLOSED else ANALYTIC
+        return Outcome(sc, "optimal" if layout else "no plan", rate, cost, tuple(layout),
+                       roles, value, 0.0 if layout else float("nan"), 0.01, 200.0,
+                       analytic_requests_per_s=value, capacity=capacity)
 
 
 def fake_result(folder: Path, studies: dict | None = None, **top):

@@ -54,11 +54,11 @@ def _interrupt_at(monkeypatch, n, error=KeyboardInterrupt):
     real = WhatIfRunner._solve_new
     calls = {"n": 0}
 
-    def solve(self, sc):
+    def solve(self, sc, *args):
         calls["n"] += 1
         if n is not None and calls["n"] == n:
             raise error
-        return real(self, sc)
+        return real(self, sc, *args)
 
     monkeypatch.setattr(WhatIfRunner, "_solve_new", solve)
     return calls

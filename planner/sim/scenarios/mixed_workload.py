@@ -25,6 +25,9 @@ representative Min-Min uses; the open last bucket uses 8192).
 
 Cluster (§6.2).  m = 4 colocated (``both``) instances of 1 × A100-80G running
 Llama-3.1-8B with a maximum batch of 128, built with :func:`planner.sim.cluster.make_island`.
+They run the paper's engine, vLLM without chunked prefill (``chunked_prefill=False``):
+an admitted prompt is prefilled whole inside the iteration and stalls the running
+decodes -- the prefill/decode interference the mixing router routes around.
 
 Load (how the scenario is "loaded comparably" to the paper's V100 runs).  The paper's
 regime is one of queueing *and preemptions*.  Its V100-32GB / Llama-2-7B instance holds
@@ -248,6 +251,7 @@ def mixed_cluster(n_instances: int = N_INSTANCES, *, max_batch: int = MAX_BATCH,
     for i in range(n_instances):
         isl = make_island(i, f"a100-{i}", GPU, 1, "both", 1, 1, 1, model, batch=max_batch,
                           location=locs[i], calib=Calibration(engine=SCENARIO_ENGINE))
+        isl = replace(isl, chunked_prefill=False)  # the paper's engine (module docstring)
         if kv_capacity_tokens is not None:
             isl = replace(isl, kv_capacity_tokens=int(kv_capacity_tokens))
         islands.append(isl)

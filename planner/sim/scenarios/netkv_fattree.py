@@ -28,7 +28,7 @@ to seed 003's figures.
 **TTFT under the serial model.**  Seed 003 measures TTFT at the decode instance:
 prefill queueing + prefill + ``T_xfer`` + ``T_queue`` + ``T_step`` (§IV; the first token
 comes out of the first decode step after the whole KV has landed).  The engine follows
-the DistServe convention instead (``t_first_token`` = prefill end, network-blind), so
+its own convention (``t_first_token`` = admission on the decode island, no first step), so
 :func:`serial_metrics` measures ``t_kv_end − arrival`` (everything up to the landing of
 the KV) plus the decode-side wait when the engine records the admission time
 (``SimRequest.t_decode_start``, if present), plus one decode step (``T_step``) at half

@@ -1,0 +1,169 @@
+"""planner.closed_plan: target mode verifies the target; alternatives are judged by the
+same promise and the best plan found is the answer.
+
+The logic runs on scripted loops (what each plan "holds" in simulation is set by the
+test); the end-to-end behaviour is in tests/sim/test_closed_loop.py and the CLI tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pytest
+
+from planner import closed_plan as cp
+from planner.context.request import PlanRequest
+from planner.core.errors import NoPlanError
+from planner.fleet.inventory import inventory_from_dict
+
+INV = inventory_from_dict({"name": "two", "gpus": [
+    {"type": "H100-SXM", "count": 16, "price_per_hour": 4.0},
+    {"type": "H200", "count": 8, "price_per_hour": 5.0}]}, "inv.yaml")
+
+
+@dataclass
+class FakePlan:
+    """What close_plan reads of a solved plan: its request (the rest is the scripted
+    loop's business)."""
+
+    request: PlanRequest
+
+
+def _dict(req: PlanRequest, rate: float, cost: float, gpu: str = "H100-SXM") -> dict:
+    return {"request": {"target_rps": req.target_rps, "inventory": INV.to_dict()},
+            "islands": [{"gpu": gpu, "size": 8, "role": "both"}],
+            "summary": {"requests_per_s": rate, "cost_per_hour": cost,
+                        "analytic_requests_per_s": rate * 1.1,
+                        "closed_loop": {"headline_requests_per_s": rate, "checks": [
+                            {"offered_rps": rate / 2, "attainment": 0.5,
+                             "ttft_miss": 0.5, "tpot_miss": 0.0}]}}}
+
+
+def test_target_mode_replans_from_the_shortfall_until_the_target_holds(monkeypatch):
+    """The first plan holds 80 of a 100 target; the re-plan asks for 100/80 x 1.02 more,
+    and that plan holds it."""
+    asked = []
+
+    def fake_loop(plan, seed, router, say):
+        t = plan.request.target_rps
+        asked.append(t)
+        return _dict(plan.request, 80.0 if t == 100.0 else 130.0, 10.0 * len(asked))
+
+    monkeypatch.setattr(cp, "_loop", fake_loop)
+    monkeypatch.setattr(cp, "make_plan", lambda req: FakePlan(req))
+    monkeypatch.setattr(cp, "_target_check", lambda out, target, seed, router: (
+        out["summary"]["requests_per_s"] >= target, 0.996))
+    out = cp.close_one(FakePlan(PlanRequest(INV, target_rps=100.0)))
+    assert asked == [100.0, pytest.approx(100.0 * 100.0 / 80.0 * 1.02)]
+    loop = out["summary"]["closed_loop"]
+    assert out["request"]["target_rps"] == 100.0  # the user's target, not the re-plan's
+    assert [r["met"] for r in loop["target_rounds"]] == [False, True]
+    assert loop["target_attainment"] == 0.996
+
+
+def test_a_target_no_plan_meets_is_an_error_never_a_short_plan(monkeypatch):
+    monkeypatch.setattr(cp, "_loop", lambda plan, seed, router, say:
+                        _dict(plan.request, 50.0, 10.0))
+    monkeypatch.setattr(cp, "make_plan", lambda req: FakePlan(req))
+    monkeypatch.setattr(cp, "_target_check", lambda *a: (False, 0.9))
+    with pytest.raises(NoPlanError, match="no plan meets the target of 100 requests/s"):
+        cp.close_one(FakePlan(PlanRequest(INV, target_rps=100.0)))
+
+
+def test_a_target_the_slo_forbids_at_any_load_says_why(monkeypatch):
+    """No load holds the SLO: the plan is made again for twice the rate each round (more
+    islands absorb bursts), and when none holds the error says what misses."""
+    asked = []
+
+    def fake_loop(plan, seed, router, say):
+        asked.append(plan.request.target_rps)
+        return _dict(plan.request, 0.0, 10.0)
+
+    monkeypatch.setattr(cp, "_loop", fake_loop)
+    monkeypatch.setattr(cp, "make_plan", lambda req: FakePlan(req))
+    with pytest.raises(NoPlanError, match="50 % of requests miss the TTFT"):
+        cp.close_one(FakePlan(PlanRequest(INV, target_rps=5.0)))
+    assert asked == [5.0 * cp.GROWTH ** k for k in range(cp.TARGET_ROUNDS + 1)]
+
+
+def test_a_large_shortfall_raises_the_planned_rate_by_at_most_the_growth(monkeypatch):
+    asked = []
+
+    def fake_loop(plan, seed, router, say):
+        asked.append(plan.request.target_rps)
+        return _dict(plan.request, 1.0 if len(asked) == 1 else 200.0, 10.0)
+
+    monkeypatch.setattr(cp, "_loop", fake_loop)
+    monkeypatch.setattr(cp, "make_plan", lambda req: FakePlan(req))
+    monkeypatch.setattr(cp, "_target_check", lambda out, target, seed, router: (
+        out["summary"]["requests_per_s"] >= target, 0.999))
+    cp.close_one(FakePlan(PlanRequest(INV, target_rps=100.0)))
+    assert asked == [100.0, 100.0 * cp.GROWTH]  # not 100 x (100 / 1)
+
+
+def test_alternatives_spend_the_budget_within_availability():
+    req = PlanRequest(INV, budget=100.0)
+    alts = {name: (r, capped, gpus)
+            for name, r, capped, gpus in cp._single_type_requests(req)}
+    # 100 $/h buys 25 H100 (16 available: capped) or 20 H200 (8 available: capped)
+    assert alts["H100-SXM"][1:] == (True, 16) and alts["H200"][1:] == (True, 8)
+    r = alts["H100-SXM"][0]
+    assert [e.name for e in r.inventory.entries] == ["H100-SXM"]
+    assert r.budget == 100.0 and not r.compare_homogeneous
+    small = cp._single_type_requests(replace(req, budget=20.0))
+    assert [(n, c, g) for n, _, c, g in small] == [("H100-SXM", False, 5), ("H200", False, 4)]
+
+
+def test_an_alternative_that_beats_the_search_is_the_answer(monkeypatch):
+    def fake_loop(plan, seed, router, say):
+        types = [e.name for e in plan.request.inventory.entries]
+        if types == ["H200"]:
+            return _dict(plan.request, 60.0, 40.0, "H200")
+        if types == ["H100-SXM"]:
+            raise NoPlanError("no island of H100-SXM serves prompts of 9,000 tokens")
+        return _dict(plan.request, 50.0, 100.0)
+
+    monkeypatch.setattr(cp, "_loop", fake_loop)
+    monkeypatch.setattr(cp, "make_plan", lambda req: FakePlan(req))
+    out = cp.close_plan(FakePlan(PlanRequest(INV, budget=100.0)), background=False)
+    s = out["summary"]
+    assert s["requests_per_s"] == 60.0 and out["islands"][0]["gpu"] == "H200"
+    assert s["answer_from"]["label"] == "8 x H200 only"
+    assert "60.0 against 50.0 requests/s" in s["answer_from"]["why"]
+    assert out["request"]["inventory"] == INV.to_dict()  # the user's whole inventory
+    by = {a["label"]: a for a in s["alternatives"]}
+    assert by["the search's plan"]["requests_per_s"] == 50.0
+    h100 = by["16 x H100-SXM only"]
+    assert h100["cost_per_hour"] == 0.0 and h100["status"] == "serves nothing"
+    assert "9,000 tokens" in h100["why"]
+
+
+def test_the_search_plan_stays_the_answer_when_no_alternative_beats_it(monkeypatch):
+    def fake_loop(plan, seed, router, say):
+        n = len(plan.request.inventory.entries)
+        return _dict(plan.request, 90.0 if n == 2 else 30.0, 100.0 if n == 2 else 50.0)
+
+    monkeypatch.setattr(cp, "_loop", fake_loop)
+    monkeypatch.setattr(cp, "make_plan", lambda req: FakePlan(req))
+    out = cp.close_plan(FakePlan(PlanRequest(INV, budget=100.0)), background=False)
+    s = out["summary"]
+    assert s["requests_per_s"] == 90.0 and "answer_from" not in s
+    assert [a["requests_per_s"] for a in s["alternatives"]] == [30.0, 30.0]
+    assert all(a["requests_per_s_per_dollar"] == pytest.approx(0.6)
+               for a in s["alternatives"])
+
+
+@pytest.mark.slow
+def test_alternatives_in_a_second_process_are_the_serial_ones():
+    """The background process plans the same alternatives as the serial path (same
+    seeds, same loop), and the answer does not depend on where they ran."""
+    from planner.plan import make_plan
+
+    inv = inventory_from_dict({"name": "t", "gpus": [
+        {"type": "H200", "count": 16, "price_per_hour": 4.0, "min_island": 8},
+        {"type": "H20", "count": 32, "price_per_hour": 1.0, "min_island": 8}]}, "t.yaml")
+    plan = make_plan(PlanRequest(inv, budget=80.0, ranges=8, compare_exact=False))
+    serial = cp.close_plan(plan, background=False)
+    parallel = cp.close_plan(plan, background=True)
+    assert serial["summary"]["alternatives"] == parallel["summary"]["alternatives"]
+    assert serial["summary"]["requests_per_s"] == parallel["summary"]["requests_per_s"]
+    assert len(serial["summary"]["alternatives"]) == 2
