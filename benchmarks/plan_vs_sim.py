@@ -39,28 +39,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 SEEDS = (11, 12, 13)
-SWEEP = (1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5, 3.0)
+SWEEP = (1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 THREE = ("name: three\nmin_island: 1\ngpus:\n"
          "  - {type: H100-SXM, count: 64, price_per_hour: 4.50}\n"
          "  - {type: H200, count: 64, price_per_hour: 5.75}\n"
          "  - {type: A100-80G, count: 64, price_per_hour: 3.50}\n")
 LLAMA_CODE = ["--model", "llama-3.1-70b", "--workload", "azure-code-2023", "--ttft", "2000",
               "--tpot", "50"]
-ISSUE = [
-    ("README", ["--inventory", "inventories/gpus.yaml", "--budget", "512"]),
-    ("qwen3 @256", ["--inventory", "inventories/marketplace-2025.yaml", "--budget", "256",
-                    "--model", "qwen3-235b-a22b"]),
-    ("llama70b code @128", ["--inventory", "inventories/marketplace-2025.yaml", "--budget",
-                            "128", "--model", "llama-3.1-70b", "--workload",
-                            "azure-code-2023"]),
-    ("target 200", ["--inventory", "inventories/gpus.yaml", "--target-rps", "200"]),
-    ("mixture @400", ["--inventory", "inventories/cloud-list-2026.yaml", "--budget", "400",
-                      "--workload", "example-mixture"]),
-]
-TABLE51 = [(f"5.1{cell} {short}", ["--inventory", f"inventories/table5.1-{cell}.yaml",
-                                   "--budget", "512", "--workload", workload])
-           for cell in "abc" for short, workload in (("code", "azure-code-2023"),
-                                                     ("conv", "azure-conv-2023"))]
+# the five plans of issue 27 and the six Table 5.1 cells, as the deployment goals use them
+sys.path.insert(0, str(REPO / "benchmarks"))
+from deployment_check import ISSUE, TABLE51  # noqa: E402
+
 TARGET = [(f"llama code target {t}", ["--inventory", "{three}", "--target-rps", str(t),
                                       *LLAMA_CODE]) for t in (5, 20)]
 

@@ -53,6 +53,8 @@ Say = Callable[[str], None]
 #: ratio's hundredfold -- the rate at which the SLO holds grows faster than linearly
 #: with the islands that absorb a burst.
 TARGET_ROUNDS, GROWTH = 6, 2.0
+#: Plans target mode may add, after one holds, looking for a cheaper one that still does.
+TARGET_REFINE = 2
 
 
 def _loop(plan: Plan, seed: int, router: str, say: Say) -> dict[str, Any]:
@@ -99,21 +101,44 @@ def _why_short(out: dict[str, Any]) -> str:
 
 def _close_target(plan: Plan, seed: int, router: str, say: Say) -> dict[str, Any]:
     """Target mode (module docstring): the cheapest plan found whose SLO holds at the
-    target; raises NoPlanError when none does."""
+    target; raises NoPlanError when none does.
+
+    Two phases: raise the planned rate from the measured shortfall until a plan holds
+    the target, then, if an earlier plan fell short, bisect (geometrically) between the
+    highest rate that fell short and the one that held for a cheaper plan that still
+    holds -- :data:`TARGET_REFINE` more plans at most, skipping the simulation of any
+    that costs no less than the best so far."""
     target = float(plan.request.target_rps)  # type: ignore[arg-type]
-    asked = target
     rounds: list[dict[str, Any]] = []
-    out: dict[str, Any] = {}
-    for _ in range(TARGET_ROUNDS + 1):
-        out = _loop(plan, seed, router, say)
-        headline = float(out["summary"]["requests_per_s"])
+
+    def attempt(p: Plan, asked: float) -> tuple[dict[str, Any], bool]:
+        out = _loop(p, seed, router, say)
         met, worst = _target_check(out, target, seed, router)
-        rounds.append({"planned_for_rps": asked, "cost_per_hour":
-                       float(out["summary"]["cost_per_hour"]), "headline_rps": headline,
-                       "met": met, "attainment_at_target": None if math.isnan(worst)
-                       else worst})
+        rounds.append({"planned_for_rps": asked,
+                       "cost_per_hour": float(out["summary"]["cost_per_hour"]),
+                       "headline_rps": float(out["summary"]["requests_per_s"]), "met": met,
+                       "attainment_at_target": None if math.isnan(worst) else worst})
+        return out, met
+
+    def replan(asked: float) -> Plan:
+        try:
+            return make_plan(replace(plan.request, target_rps=asked))
+        except NoPlanError as e:
+            best = max(rounds, key=lambda r: r["headline_rps"])
+            raise NoPlanError(
+                f"no plan holds {target:g} requests/s at the SLO in simulation: the best "
+                f"found holds {best['headline_rps']:,.1f} for "
+                f"${best['cost_per_hour']:,.2f}/h, and planning for {asked:,.1f} (what the "
+                f"measured shortfall asks of the perf model) finds no plan: {e}") from None
+
+    asked, short = target, 0.0  # short: the highest planned rate that fell short
+    current = plan
+    out, met = attempt(current, asked)
+    for _ in range(TARGET_ROUNDS):
         if met:
             break
+        short = asked
+        headline = rounds[-1]["headline_rps"]
         if headline > 0:
             asked *= min(target / headline * 1.02 if headline < target else 1.02, GROWTH)
             say(f"the SLO holds up to {headline:,.1f} requests/s in simulation, short of "
@@ -122,15 +147,9 @@ def _close_target(plan: Plan, seed: int, router: str, say: Say) -> dict[str, Any
             asked *= GROWTH
             say(f"no load holds the SLO in simulation ({_why_short(out)}): planning for "
                 f"{asked:,.1f} requests/s")
-        try:
-            plan = make_plan(replace(plan.request, target_rps=asked))
-        except NoPlanError as e:
-            raise NoPlanError(
-                f"no plan holds {target:g} requests/s at the SLO in simulation: the best "
-                f"found holds {headline:,.1f} for ${rounds[-1]['cost_per_hour']:,.2f}/h, "
-                f"and planning for {asked:,.1f} (what the measured shortfall asks of the "
-                f"perf model) finds no plan: {e}") from None
-    if not rounds[-1]["met"]:
+        current = replan(asked)
+        out, met = attempt(current, asked)
+    if not met:
         best = max(rounds, key=lambda r: r["headline_rps"])
         why = _why_short(out) + f" (after {len(rounds)} plan(s))" \
             if best["headline_rps"] <= 0 else (
@@ -138,11 +157,33 @@ def _close_target(plan: Plan, seed: int, router: str, say: Say) -> dict[str, Any
             f"requests/s for ${best['cost_per_hour']:,.2f}/h")
         raise NoPlanError(f"no plan meets the target of {target:g} requests/s at the SLO "
                           f"in simulation: {why}")
+    chosen, held_at = out, asked
+    hi = asked
+    for _ in range(TARGET_REFINE if short > 0 else 0):
+        mid = math.sqrt(short * hi)
+        if hi / short < 1.1 or mid <= target:
+            break
+        try:
+            candidate = make_plan(replace(plan.request, target_rps=mid))
+        except NoPlanError:
+            break
+        if candidate.cost_per_hour >= float(chosen["summary"]["cost_per_hour"]) - 1e-9:
+            hi = mid  # no cheaper here: a saving, if any, lies below
+            continue
+        say(f"the target holds when planned for {held_at:,.1f}; trying {mid:,.1f} for a "
+            "cheaper plan")
+        trial, ok = attempt(candidate, mid)
+        if ok:
+            chosen, held_at, hi = trial, mid, mid
+        else:
+            short = mid
+    out = chosen
     out["request"] = dict(out["request"], target_rps=target)
     loop = out["summary"]["closed_loop"]
-    loop["planned_for_rps"] = asked
+    loop["planned_for_rps"] = held_at
     loop["target_rounds"] = rounds
-    loop["target_attainment"] = rounds[-1]["attainment_at_target"]
+    loop["target_attainment"] = next(r["attainment_at_target"] for r in rounds
+                                     if r["planned_for_rps"] == held_at and r["met"])
     return out
 
 

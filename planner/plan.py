@@ -363,7 +363,7 @@ def _uncovered(req: PlanRequest, ev: LayoutEvaluator) -> str | None:
                 f" -- the {100 * SLO_EXEMPT_SHARE:.3g}% of requests a plan may serve "
                 "outside the SLO covers only lengths no island of the inventory serves")
     return (f"no islands this inventory offers{where} serve prompts of {span(gap)} tokens "
-            f"({100 * share:.2g}% of {req.workload}'s requests) with {req.model} on "
+            f"({100 * share:.3g}% of {req.workload}'s requests) with {req.model} on "
             f"{ctx.calib.profile.label} within the SLO ({slo}): {why}; a plan must serve "
             "every length: raise --ttft/--tpot, raise the budget, add GPUs, or try another "
             "--engine")

@@ -202,6 +202,8 @@ def baselines_table(plan: Mapping[str, Any]) -> Table:
         gap = num(e.get("gap"))
         if math.isfinite(gap) and gap > 0:
             st += f" (proven within {pct(gap)})"
+        if not v > 0:  # the solver's status is about the MILP, not a plan to buy
+            st = f"serves nothing (solver: {st})"
         label = str(e.get("label") or DASH)
         if s.get("closed_loop"):
             label += " (perf model, not simulated)"

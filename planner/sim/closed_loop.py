@@ -22,10 +22,11 @@ expresses -- queueing, bursts, batching dynamics, KV transfers over the network 
 2. **The promise.**  Below saturation the rate is lowered down a ladder of fractions
    of it (:data:`LADDER`) until the SLO attainment on the search's own seed reaches
    :data:`ATTAIN_TARGET`, then refined by bisection between that rung and the one
-   above.  That rate is simulated on three further seeds (:func:`verify_seeds`); if
-   any falls short of :data:`ATTAIN_TARGET` the descent continues with every seed
-   required to pass.  The latencies the report prints "at this load" are the ones
-   simulated at the headline.
+   above.  The candidate headline is that rate less a :data:`HEADROOM` of 5 %: the SLO
+   must still hold with 5 % more load than promised.  It is simulated on three further
+   seeds (:func:`verify_seeds`); if any falls short of :data:`ATTAIN_TARGET` the
+   descent continues with every seed required to pass.  The latencies the report
+   prints "at this load" are the ones simulated at the headline.
 
 Attainment is per request (planner.sim.metrics): TTFT within its ceiling and, for
 answers of two or more tokens, TPOT ``(t_done - t_first) / (tokens - 1)`` within its
@@ -33,11 +34,14 @@ ceiling -- the definition of vLLM's ``benchmark_serving`` and of MLPerf Inferenc
 rules; the first token of a disaggregated request is streamed by its decode island
 (planner.sim.engine).  Unfinished requests are misses.
 
-Why 99.5 % on every seed for a 99 % promise: a 60 s window's attainment moves by
-about half a per cent between seeds near the knee of the latency curve (bursty
-arrivals), so a rate that passes 99.0 % on three seeds fails it on a fourth about as
-often as not; the half-point margin costs a percent or two of rate, where the curve
-is steep.  The record keeps every simulation run (rate, completed rate, attainment,
+Why 99.5 % on every seed, and the headroom, for a 99 % promise: near the knee of the
+latency curve a 60 s window's attainment moves by a point or more between seeds
+(bursty arrivals tip a queue that runs close to full), so a rate that passes 99.0 %
+on three seeds fails it on a fourth about as often as not.  Measured: Table 5.1 (b)
+conv promised at 98.75 % of its saturation passed 99.5 % on its four seeds and held
+98.3 % on three others (benchmarks/plan_vs_sim.py).  The half-point margin and the 5 %
+of load keep the promise off the knee; they cost about 5 % of rate where the SLO
+would have held at saturation.  The record keeps every simulation run (rate, completed rate, attainment,
 p50 / p90 latencies), so the report can show the analytic figure beside the headline
 with their ratio -- one capacity to budget against, and the evidence for it.
 """
@@ -70,6 +74,8 @@ LADDER = (1.0, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.
 REFINE_STEPS = 2
 #: Unseen seeds the promise is verified on.
 VERIFY_SEEDS = 3
+#: Load above the headline at which the SLO must still hold on the search's seed.
+HEADROOM = 0.05
 #: Simulated seconds of arrivals per check: a warm-up, then the measured window.  A
 #: decode island reaches its steady batch only after a few request lifetimes (about
 #: 200 tokens x 35-50 ms = 7-10 s for chat, with a long tail), so the warm-up is 30 s
@@ -406,17 +412,22 @@ def close_loop(plan_in: Candidate, resolve: Callable[[dict[str, float]], Candida
         promise.memo[(round(saturation, 9), seed)] = first
     say(f"finding the highest rate at which {SLO_ATTAINMENT:.0%} of requests meet the SLO "
         f"(saturation {saturation:,.1f} requests/s)")
-    headline = promise.highest(saturation, seeds[:1])
+    # the search seed's highest passing rate, less the headroom (module docstring)
+    holds = promise.highest(saturation, seeds[:1])
+    headline = holds / (1.0 + HEADROOM)
     while headline > 0 and not promise.passes(headline, seeds):
         failed = [s for s in seeds if promise.at(headline, s).attainment < ATTAIN_TARGET]
         say(f"{headline:,.1f} requests/s misses the SLO on unseen seed(s) "
             f"{', '.join(map(str, failed))}: lowering it")
-        headline = promise.highest(headline * LADDER[1], seeds)
-    if headline < saturation * (1 - 1e-9):
+        headline = holds = promise.highest(headline * LADDER[1], seeds)
+    if headline <= 0:
+        bound, note = "slo", note + "; no load meets the SLO in simulation"
+    elif holds < saturation * (1 - 1e-9):
         bound = "slo"
-        note += (f"; the SLO holds up to {headline:,.1f} requests/s, "
-                 f"{headline / saturation:.0%} of saturation (latency-bound)"
-                 if headline > 0 else "; no load meets the SLO in simulation")
+        note += (f"; the SLO holds up to {holds:,.1f} requests/s, {holds / saturation:.0%} "
+                 "of saturation (latency-bound)")
+    if 0 < headline < holds:
+        note += f"; promised {HEADROOM:.0%} below the rate that holds, for headroom"
     if headline <= 0:
         return plan, LoopResult(analytic, 0.0, 0.0, math.nan, math.nan, rounds, bound, note,
                                 saturation, router, seeds, (), math.nan, checks, factors)

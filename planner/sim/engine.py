@@ -574,23 +574,9 @@ class Simulation:
             ctx_sum += k * n
             self._out[i] -= k * n
             self.busy.append((i, d.t0, now, 1.0))
-            on_complete = self._on_complete
-            while fin and fin[0][0] <= step:
-                _, aid, pos = heappop(fin)
-                if adm[pos] != aid:
-                    continue
-                adm[pos] = -1
-                req = reqs[pos]
-                del running[pos]
-                n -= 1
-                out = req.output_len
-                ctx_sum -= req.input_len + out
-                tok[pos] = out
-                req.tokens_out = out
-                req.t_done = now
-                self.completed += 1
-                if on_complete is not None:
-                    on_complete(req)
+            done, held = self._retire(fin, running, step)
+            n -= done
+            ctx_sum -= held
             d.active = False
             self._work -= 1
         preempted = False
@@ -691,23 +677,10 @@ class Simulation:
             ctx_sum += k * nd
             out[i] -= k * nd
             self.busy.append((i, d.t0, now, d.w))
-            while fin and fin[0][0] <= step:
-                _, aid, pos = heappop(fin)
-                if adm[pos] != aid:
-                    continue
-                adm[pos] = -1
-                req = reqs[pos]
-                del running[pos]
-                n -= 1
-                nd -= 1
-                o = req.output_len
-                ctx_sum -= req.input_len + o
-                tok[pos] = o
-                req.tokens_out = o
-                req.t_done = now
-                self.completed += 1
-                if on_complete is not None:
-                    on_complete(req)
+            done, held = self._retire(fin, running, step)
+            n -= done
+            nd -= done
+            ctx_sum -= held
             if d.done_pf:  # prompts whose last chunk ran: the iteration sampled a token
                 caches, adm_step = self.caches, self._adm_step
                 for pos in d.done_pf:
@@ -884,6 +857,31 @@ class Simulation:
         self._work += 1
         self._seq = seq = self._seq + 1
         heappush(self._heap, (now + dt, seq, _EPOCH, d.u, ver))
+
+    def _retire(self, fin: list, running: dict, step: int) -> tuple[int, int]:
+        """Complete every running request whose last token is due by ``step`` (the
+        island's finish-step heap ``fin``); returns (requests done, context tokens
+        they held)."""
+        reqs, tok, adm, now = self.reqs, self._tok, self._adm_id, self.now
+        on_complete = self._on_complete
+        done = held = 0
+        while fin and fin[0][0] <= step:
+            _, aid, pos = heappop(fin)
+            if adm[pos] != aid:
+                continue  # preempted since: a stale entry
+            adm[pos] = -1
+            req = reqs[pos]
+            del running[pos]
+            done += 1
+            o = req.output_len
+            held += req.input_len + o
+            tok[pos] = o
+            req.tokens_out = o
+            req.t_done = now
+            self.completed += 1
+            if on_complete is not None:
+                on_complete(req)
+        return done, held
 
     def _complete(self, pos: int) -> None:
         req = self.reqs[pos]

@@ -37,13 +37,16 @@ def test_a_confirmed_capacity_is_the_headline(monkeypatch):
 
     monkeypatch.setattr(cl, "simulate_at", fake)
     plan, loop = close_loop(_plan(100.0), lambda f: pytest.fail("no re-solve expected"))
-    assert loop.headline_rps == 100.0 and loop.bound == "analytic" and loop.rounds == 0
+    # the SLO holds at saturation on the search seed; the promise keeps the headroom
+    h = 100.0 / (1 + cl.HEADROOM)
+    assert loop.headline_rps == pytest.approx(h) and loop.bound == "analytic"
+    assert loop.rounds == 0 and "headroom" in loop.note
     unseen = cl.verify_seeds(0)
     assert len(unseen) == 3 and 0 not in unseen
-    # saturation and the promise at the same rate on the search seed (one run), the three
-    # unseen seeds, then the reference router
-    assert calls == [(100.0, 0, "range")] + [(100.0, s, "range") for s in unseen] + \
-        [(100.0, unseen[0], cl.REFERENCE_ROUTER)]
+    # saturation and the ladder's first rung on the search seed (one run), the headline
+    # on the search seed and the three unseen ones, then the reference router
+    assert calls == [(100.0, 0, "range")] + [(h, s, "range") for s in (0, *unseen)] + \
+        [(h, unseen[0], cl.REFERENCE_ROUTER)]
     assert loop.seeds == (0, *unseen) and loop.attainment == 1.0
 
 
@@ -63,7 +66,8 @@ def test_a_saturated_island_is_corrected_and_the_layout_resolved(monkeypatch):
     monkeypatch.setattr(cl, "simulate_at", fake)
     plan, loop = close_loop(_plan(100.0), resolve)
     assert resolved == [{"A:8:prefill": pytest.approx(0.8)}]
-    assert loop.headline_rps == 80.0 and loop.bound == "simulated" and loop.rounds == 1
+    assert loop.headline_rps == pytest.approx(80.0 / (1 + cl.HEADROOM))
+    assert loop.bound == "simulated" and loop.rounds == 1 and loop.saturation_rps == 80.0
     assert loop.factors == {"A:8:prefill": pytest.approx(0.8)}
 
 
@@ -75,9 +79,10 @@ def test_an_slo_miss_lowers_the_headline_to_the_highest_rate_that_holds(monkeypa
     monkeypatch.setattr(cl, "simulate_at", fake)
     _, loop = close_loop(_plan(100.0), lambda f: pytest.fail("no re-solve"))
     assert loop.bound == "slo" and loop.saturation_rps == 100.0
-    # the ladder passes at 50 % and fails at 60 %; two bisection steps land in between
-    assert 50.0 <= loop.headline_rps < 60.0
-    assert loop.headline_rps >= 57.5  # 60 - (60 - 50) / 4
+    # the ladder passes at 50 % and fails at 60 %; two bisection steps land in between,
+    # and the promise keeps the headroom below that
+    holds = loop.headline_rps * (1 + cl.HEADROOM)
+    assert 57.5 <= holds < 60.0  # 60 - (60 - 50) / 4
     assert loop.attainment >= cl.ATTAIN_TARGET
 
 
@@ -92,7 +97,7 @@ def test_a_miss_on_an_unseen_seed_lowers_the_headline(monkeypatch):
 
     monkeypatch.setattr(cl, "simulate_at", fake)
     _, loop = close_loop(_plan(100.0), lambda f: pytest.fail("no re-solve"))
-    assert loop.headline_rps <= 70.0 and loop.headline_rps >= 60.0
+    assert 60.0 / (1 + cl.HEADROOM) <= loop.headline_rps <= 70.0
     assert loop.attainment_by_seed and min(loop.attainment_by_seed) >= cl.ATTAIN_TARGET
 
 
@@ -110,7 +115,7 @@ def test_an_unfixable_shortfall_is_the_saturation(monkeypatch):
     monkeypatch.setattr(cl, "simulate_at", fake)
     _, loop = close_loop(_plan(100.0), lambda f: pytest.fail("nothing to correct"))
     assert loop.saturation_rps == 70.0 and "not a capacity" in loop.note
-    assert loop.headline_rps == 70.0
+    assert loop.headline_rps == pytest.approx(70.0 / (1 + cl.HEADROOM))
 
 
 def test_measured_factors_average_islands_of_a_kind():
