@@ -41,9 +41,10 @@ on three seeds fails it on a fourth about as often as not.  Measured: Table 5.1 
 conv promised at 98.75 % of its saturation passed 99.5 % on its four seeds and held
 98.3 % on three others (benchmarks/plan_vs_sim.py).  The half-point margin and the 5 %
 of load keep the promise off the knee; they cost about 5 % of rate where the SLO
-would have held at saturation.  The record keeps every simulation run (rate, completed rate, attainment,
-p50 / p90 latencies), so the report can show the analytic figure beside the headline
-with their ratio -- one capacity to budget against, and the evidence for it.
+would have held at saturation.  The record keeps every simulation run (rate, completed
+rate, attainment, p50 / p90 latencies), so the report can show the analytic figure
+beside the headline with their ratio -- one capacity to budget against, and the
+evidence for it.
 """
 
 from __future__ import annotations
