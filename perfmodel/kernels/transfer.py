@@ -14,8 +14,10 @@ is:
 
   -- same architecture first, then the closest ridge point (where memory- and
   compute-bound ops change over), then the closest SM count (how many tiles fill a
-  wave).  H800 and H20 map to Hopper (H100 and H200), MI300X to the Hopper part with
-  the nearest ridge, Rubin to Blackwell Ultra;
+  wave).  H800 and H20 map to Hopper (H100 and H200), Rubin to Blackwell Ultra; an
+  AMD part, with no measured AMD system to go to, lands on the NVIDIA part of the
+  nearest ridge and SM count (RTX-PRO-6000 for MI300X) -- a transfer across vendors that
+  nothing validates, which :func:`provenance` says (issue 29);
 * **communication** (all-reduce, expert all-to-all): the measured GPU with the same
   interconnect class (NVLink-class scale-up >= 150 GB/s, else PCIe) minimising
   ``|log2 link ratio| + 1 [other architecture family]`` (latency floors are the
@@ -28,10 +30,12 @@ from A100) is in ``docs/validation.md``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
 from perfmodel.hardware import GPU, gpu_catalog
+from perfmodel.launch import gpu_vendor
 
 #: Architecture generations: a different family member transfers better than a stranger.
 _GENERATION = {"ampere": "ampere", "ada": "ada", "hopper": "hopper",
@@ -97,3 +101,53 @@ def comm_source(target: GPU, systems: Iterable[str]) -> str | None:
         return (abs(np.log2(target.scaleup_gbps / sg[1].scaleup_gbps)) + float(family),
                 compute_distance(target, sg[1]), sg[0])
     return min(pool, key=score)[0]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a GPU's kernel timings come from: its own measured tables, or another
+    measured GPU's efficiencies run at this GPU's datasheet peaks (module docstring)."""
+
+    gpu: str
+    vendor: str
+    measured: bool
+    compute_from: str | None  # catalog GPU whose compute fits are used (None: own / none)
+    compute_vendor: str | None
+    comm_from: str | None
+
+    @property
+    def cross_vendor(self) -> bool:
+        """Transferred from another vendor's part: a different compiler stack, kernel
+        library and memory system, which the transfer rule was never validated across."""
+        return self.compute_vendor is not None and self.compute_vendor != self.vendor
+
+    def sentence(self) -> str:
+        if self.measured:
+            return f"{self.gpu}: measured kernels"
+        if self.compute_from is None:
+            return f"{self.gpu}: no measured kernels to transfer from"
+        text = (f"{self.gpu}: no measured kernels; compute efficiencies transferred from "
+                f"{self.compute_from}")
+        if self.comm_from and self.comm_from != self.compute_from:
+            text += f", communication from {self.comm_from}"
+        if self.cross_vendor:
+            text += (f" -- an {str(self.compute_vendor).upper()} part's, for an "
+                     f"{self.vendor.upper()} GPU: unvalidated for its vendor")
+        return text
+
+
+def provenance(gpu: GPU) -> Provenance:
+    """:class:`Provenance` of ``gpu`` under the rule of this module."""
+    from perfmodel.kernels.store import measured_systems
+
+    systems = measured_systems()
+    vendor = gpu_vendor(gpu)
+    if gpu.kernel_system and gpu.kernel_system in systems:
+        return Provenance(gpu.name, vendor, True, None, None, None)
+    others = [s for s in systems if s != gpu.kernel_system]
+    comp, comm = compute_source(gpu, others), comm_source(gpu, others)
+    comp_gpu = system_gpu(comp) if comp else None
+    comm_gpu = system_gpu(comm) if comm else None
+    return Provenance(gpu.name, vendor, False, comp_gpu.name if comp_gpu else None,
+                      gpu_vendor(comp_gpu) if comp_gpu else None,
+                      comm_gpu.name if comm_gpu else None)

@@ -125,6 +125,16 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
     return out
 
 
+def _provenance(gpu) -> dict:
+    """Where ``gpu``'s kernel timings come from (perfmodel.kernels.transfer.provenance)."""
+    from dataclasses import asdict
+
+    from perfmodel.kernels.transfer import provenance
+
+    p = provenance(gpu)
+    return {**asdict(p), "cross_vendor": p.cross_vendor, "sentence": p.sentence()}
+
+
 def perf(
     gpu: str = typer.Option("H200", help="GPU type (catalog name)."),
     gpus: int = typer.Option(16, help="GPUs in the island."),
@@ -228,7 +238,7 @@ def perf(
         doc = {**header, "phases": rows,
                "breakdown": _breakdowns(gpu_spec, spec, calib, rows, table, input_len,
                                         float(output_len), hit_rate),
-               "kernel_sources": list(notes)}
+               "kernel_sources": list(notes), "kernel_provenance": _provenance(gpu_spec)}
         print(json.dumps(doc, indent=2))
         if not any(row["config"] for row in rows):
             raise typer.Exit(1)
@@ -300,7 +310,8 @@ def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms,
                               "collectives": mixed_collectives(
                                   gpu, spec, cfg.tp, cfg.dp, cfg.ep, calib, pt.batch, s, d,
                                   hit_rate)}},
-                          "kernel_sources": list(notes)}, indent=2))
+                          "kernel_sources": list(notes),
+                          "kernel_provenance": _provenance(gpu)}, indent=2))
         return
     console = results_console()
     out = Table(title=f"{spec.name} on {gpus} x {gpu.name} ({calib.profile.label}), aggregated: "

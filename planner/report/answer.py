@@ -215,6 +215,28 @@ def island_groups(plan: Mapping[str, Any]) -> Table:
              "cost", "input lengths served"], rows)
 
 
+def _transfer_caveats(plan: Mapping[str, Any]) -> list[str]:
+    """One line per GPU type of the plan whose kernels come from another vendor's part
+    (perfmodel.kernels.transfer.provenance): its figures are not validated for it."""
+    from perfmodel.errors import InputError
+    from perfmodel.hardware import get_gpu
+    from perfmodel.kernels.transfer import provenance
+
+    out = []
+    for name, used in (plan["summary"].get("gpus_used") or {}).items():
+        if not used:
+            continue
+        try:
+            p = provenance(get_gpu(str(name)))
+        except InputError:  # a GPU defined from its datasheet in the inventory
+            continue
+        if p.cross_vendor:
+            out.append(f"{p.sentence()}. Its capacity here is the performance model's "
+                       "borrowed estimate, with no published measurement of its vendor "
+                       "behind it; check it on the hardware before buying.")
+    return out
+
+
 def caveats(plan: Mapping[str, Any]) -> list[str]:
     """What the figures assume and what they leave out, from this plan's inputs."""
     req = plan["request"]
@@ -231,6 +253,7 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
            "The simulation models queueing, batching and KV-cache transfers over the "
            "network tiers; it does not model GPU failures, restarts, stragglers or load "
            "spikes beyond the workload's arrival process."]
+    out += _transfer_caveats(plan)
     exempt = s.get("slo_exempt")
     if exempt:
         lo, hi = exempt["lengths"]

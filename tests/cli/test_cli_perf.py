@@ -102,3 +102,14 @@ def test_perf_names_transferred_kernels_and_rejects_unknown_engine(run_cli):
     assert "transferred from" in out
     rc, out, err = run_cli("perf", "--gpu", "H200", "--gpus", "8", "--engine", "tgi")
     assert rc == 2 and "unknown engine" in err
+
+
+def test_perf_json_says_where_the_kernel_timings_come_from(run_cli):
+    import json
+
+    rc, out, _ = run_cli("perf", "--gpu", "MI300X", "--gpus", "8", "--model", "llama-3.1-8b",
+                         "--engine", "vllm", "--json")
+    assert rc == 0
+    p = json.loads(out)["kernel_provenance"]
+    assert p["measured"] is False and p["cross_vendor"] is True
+    assert p["vendor"] == "amd" and p["compute_vendor"] == "nvidia"
