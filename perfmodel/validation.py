@@ -127,17 +127,35 @@ def predict(case: Case) -> float:
     return per_gpu * scale
 
 
+def error(case: Case, ours: float) -> float:
+    """Ours / published - 1; for TTFT published / ours - 1, so that a model that is too
+    fast reads negative like the others."""
+    return (case.value / ours - 1.0) if case.unit == "ttft_ms" else (ours / case.value - 1.0)
+
+
+#: Assumptions whose sensitivity every row reports (issue 29): the error with the row's
+#: KV-cache dtype flipped (bf16 <-> fp8) and with FP8 attention flipped.
+FLIPS = {"kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
+         "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention)}
+
+
+def sensitivity(case: Case) -> dict[str, float]:
+    """The row's error with each assumption of :data:`FLIPS` flipped."""
+    return {name: error(case, predict(flip(case))) for name, flip in FLIPS.items()}
+
+
 def table() -> list[dict[str, Any]]:
+    from perfmodel.validation_split import held_out
+
     cases, sources = load_cases()
     rows = []
     for c in cases:
         ours = predict(c)
-        # TTFT is a time: a model that is too fast shows a negative error like the others
-        err = (c.value / ours - 1.0) if c.unit == "ttft_ms" else (ours / c.value - 1.0)
         src = sources[c.source]
         rows.append({"case": c.id, "gpu": c.gpu, "model": c.model, "mode": c.mode,
                      "dense": c.dense, "engine": c.engine, "unit": c.unit,
-                     "published": c.value, "ours": ours, "error": err,
+                     "published": c.value, "ours": ours, "error": error(c, ours),
+                     "held_out": held_out(c.id), "flipped": sensitivity(c),
                      "scored": str(src["date"]) >= SCORED_FROM, "date": str(src["date"]),
                      "source": src["title"], "url": src["url"], "quote": c.quote})
     return rows
@@ -165,6 +183,18 @@ def by_gpu(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         e = np.array([r["error"] for r in rows if r["scored"] and r["gpu"] == gpu])
         out[gpu] = {"rows": int(e.size), "median_abs": float(np.median(np.abs(e)))}
     return out
+
+
+def held_out_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """:func:`summary` of the scored held-out rows (perfmodel.validation_split): the
+    figures no change to the model may be tuned on."""
+    kept = [r for r in rows if r["scored"] and r["held_out"]]
+    if not kept:
+        return {"rows": 0}
+    e = np.array([r["error"] for r in kept])
+    return {"rows": len(kept), "gpus": len({r["gpu"] for r in kept}),
+            "median_abs": float(np.median(np.abs(e))), "worst_abs": float(np.abs(e).max()),
+            "median_signed": float(np.median(e))}
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -152,13 +152,34 @@ def e2e_section(rows: list[dict], summary: dict) -> list[str]:
              f"|error| {_abs(summary['median_abs'])}, worst {_abs(summary['worst_abs'])}; "
              f"median signed error dense {_pct(summary['median_signed_dense'])}, MoE "
              f"{_pct(summary['median_signed_moe'])}.**", "",
-             "| case | GPU | model | mode | engine | unit | published | ours | error |",
-             "|---|---|---|---|---|---|---:|---:|---:|"]
+             _held_out_line(val.held_out_summary(rows)), "",
+             "**The protocol from issue 29 on** (`perfmodel/validation_split.py`, committed "
+             "before any further fitting): a case is held out when "
+             "`sha256(\"planner-validation-split-2026-11-27:\" + id)` falls in the lowest "
+             "third of its range -- no figure, error or prediction enters it, and a case "
+             "keeps its side for ever (`tests/perfmodel/test_validation_split.py` pins the "
+             "sides of the rows below); headline errors are reported on the held-out rows, "
+             "and only calibration rows may inform a change to the model.  New published "
+             "rows are committed first to `perfmodel/data/posed/*.yaml` -- the figure and "
+             "its quote, the source's URL, the fields the source states (`stated`) and "
+             "every other field with the default assumed and why (`assumed`) -- with no "
+             "prediction in the commit; a later commit scores them, and the history shows "
+             "the order.", "",
+             "*Set*: held out or calibration (`perfmodel.validation_split`, by case id "
+             "alone).  *KV flipped* and *FP8 attention flipped*: the row's error with that "
+             "assumption the other way (bf16 <-> fp8 KV cache; FP8 attention on <-> off) -- "
+             "how much the row's verdict rests on it.", "",
+             "| case | GPU | model | mode | engine | unit | published | ours | error | set "
+             "| KV flipped | FP8 attention flipped |",
+             "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|"]
     for r in rows:
         if r["scored"]:
+            f = r["flipped"]
             lines.append(f"| {r['case']} | {r['gpu']} | {r['model']} | {r['mode']} | "
                          f"{r['engine']} | {r['unit']} | {r['published']:,.0f} | "
-                         f"{r['ours']:,.0f} | {_pct(r['error'])} |")
+                         f"{r['ours']:,.0f} | {_pct(r['error'])} | "
+                         f"{'held out' if r['held_out'] else 'calibration'} | "
+                         f"{_pct(f['kv'])} | {_pct(f['fp8_attention'])} |")
     lines += ["", f"Not scored (engine releases before {val.SCORED_FROM}, whose kernels the "
               "database does not hold):", "",
               "| case | GPU | model | mode | unit | published | ours | error |",
@@ -173,6 +194,14 @@ def e2e_section(rows: list[dict], summary: dict) -> list[str]:
     for key, src in sources.items():
         lines.append(f"- {key}: {src['title']} ({src['date']}), {src['url']}")
     return lines + [""]
+
+
+def _held_out_line(h: dict) -> str:
+    if not h.get("rows"):
+        return "**Held-out rows: none scored yet.**"
+    return (f"**Held-out rows (the headline from issue 29 on): {h['rows']} over {h['gpus']} "
+            f"GPU types; median |error| {_abs(h['median_abs'])}, worst "
+            f"{_abs(h['worst_abs'])}, median signed {_pct(h['median_signed'])}.**")
 
 
 def render() -> str:
@@ -194,6 +223,7 @@ def summary_json() -> str:
     """The shipped summary (perfmodel.validation.SUMMARY_FILE) of the scored rows."""
     rows = val.table()
     return json.dumps({**val.summary(rows), "by_gpu": val.by_gpu(rows),
+                       "held_out": val.held_out_summary(rows),
                        "source": "docs/validation.md (c), scripts/validation_table.py"},
                       indent=1, sort_keys=True) + "\n"
 

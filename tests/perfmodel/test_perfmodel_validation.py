@@ -87,3 +87,20 @@ def test_shipped_summary_is_current(rows):
                 assert shipped[key][gpu] == pytest.approx(stats, rel=1e-9)
         else:
             assert shipped[key] == pytest.approx(value, rel=1e-9)
+
+
+def test_every_row_shows_its_assumptions_sensitivity_and_its_side(rows):
+    """Issue 29: each row's error with its KV dtype and its FP8 attention flipped, and
+    whether it is held out; a decode row at a long context moves when its KV cache
+    halves, and a flip is a different posing, not the same number twice."""
+    from perfmodel.validation_split import held_out
+
+    for r in rows:
+        assert set(r["flipped"]) == set(val.FLIPS)
+        assert all(np.isfinite(v) for v in r["flipped"].values())
+        assert r["held_out"] == held_out(r["case"])
+    moved = [abs(r["flipped"]["kv"] - r["error"]) for r in rows
+             if r["scored"] and r["mode"] in ("decode", "aggregated")]
+    assert max(moved) > 0.05
+    h = val.held_out_summary(rows)
+    assert 0 < h["rows"] < sum(r["scored"] for r in rows)
