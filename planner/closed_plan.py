@@ -218,46 +218,44 @@ def _single_type_requests(req: PlanRequest) -> list[tuple[str, PlanRequest, bool
 Alternative = tuple[dict[str, Any], dict[str, Any] | None]
 
 
-def close_alternatives(plan: Plan, *, seed: int = 0, router: str = "range",
-                       progress: Say | None = None) -> list[Alternative]:
-    """Each single-type alternative through the same closed loop (module docstring):
-    (its record for ``summary.alternatives``, its plan dict or None)."""
-    return alternatives_for(plan.request, seed=seed, router=router, progress=progress)
+def _record(label: str, gpu: str | None, d: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """One row of ``summary.alternatives`` for the closed plan dict ``d``: its promise,
+    cost, perf-model figure, requests/s per $/h and islands (nothing served: $0)."""
+    s = d["summary"]
+    rate, cost = float(s["requests_per_s"]), float(s["cost_per_hour"])
+    serves = rate > 0
+    return {"label": label, "gpu": gpu, "requests_per_s": rate,
+            "cost_per_hour": cost if serves else 0.0,
+            "analytic_requests_per_s": float(s.get("analytic_requests_per_s") or 0.0),
+            "requests_per_s_per_dollar": rate / cost if serves and cost > 0 else None,
+            "layout": [[isl["gpu"], int(isl["size"])] for isl in d["islands"]
+                       if isl.get("role") != "idle"],
+            "status": "holds the SLO" if serves else "serves nothing",
+            "why": None if serves else _why_short(d), **extra}
 
 
 def alternatives_for(request: PlanRequest, *, seed: int = 0, router: str = "range",
                      progress: Say | None = None) -> list[Alternative]:
-    """:func:`close_alternatives` from the request alone (what a worker process gets)."""
+    """Each single-type alternative of ``request`` through the same closed loop (module
+    docstring): (its record for ``summary.alternatives``, its plan dict or None).  Takes
+    the request alone, so a worker process can run it."""
     say = progress or (lambda _m: None)
-    target = request.target_rps
     out: list[Alternative] = []
     for name, req, capped, gpus in _single_type_requests(request):
-        entry = req.inventory.entries[0]
-        label = f"{gpus} x {name} only" if target is None else f"{name} only"
-        rec: dict[str, Any] = {"label": label, "gpu": name, "available": entry.count,
-                               "capped_by_availability": capped, "requests_per_s": 0.0,
-                               "cost_per_hour": 0.0, "analytic_requests_per_s": 0.0,
-                               "requests_per_s_per_dollar": None, "layout": [],
-                               "status": "serves nothing", "why": None}
+        label = f"{gpus} x {name} only" if request.target_rps is None else f"{name} only"
+        where = {"available": req.inventory.entries[0].count,
+                 "capped_by_availability": capped}
         say(f"alternative: {label}")
         try:
-            single = make_plan(req)
-            d = close_one(single, seed=seed, router=router)
+            d = close_one(make_plan(req), seed=seed, router=router)
         except PlannerError as e:  # NoPlanError included: it serves nothing
-            rec["why"] = str(e)
-            out.append((rec, None))
+            out.append(({"label": label, "gpu": name, "requests_per_s": 0.0,
+                         "cost_per_hour": 0.0, "analytic_requests_per_s": 0.0,
+                         "requests_per_s_per_dollar": None, "layout": [],
+                         "status": "serves nothing", "why": str(e), **where}, None))
             continue
-        s = d["summary"]
-        rate, cost = float(s["requests_per_s"]), float(s["cost_per_hour"])
-        rec.update(requests_per_s=rate, cost_per_hour=cost if rate > 0 else 0.0,
-                   analytic_requests_per_s=float(s.get("analytic_requests_per_s") or 0.0),
-                   requests_per_s_per_dollar=rate / cost if rate > 0 and cost > 0 else None,
-                   layout=[[isl["gpu"], int(isl["size"])] for isl in d["islands"]
-                           if isl.get("role") != "idle"],
-                   status="holds the SLO" if rate > 0 else "serves nothing")
-        if rate <= 0:
-            rec["why"] = _why_short(d)
-        out.append((rec, d if rate > 0 else None))
+        rec = _record(label, name, d, **where)
+        out.append((rec, d if rec["requests_per_s"] > 0 else None))
     return out
 
 
@@ -323,18 +321,7 @@ def close_plan(plan: Plan, *, seed: int = 0, router: str = "range",
             "answer")
         best = dict(best)
         best["request"] = dict(out["request"])  # the user's inventory and request
-        searched = {"label": "the search's plan", "gpu": None,
-                    "requests_per_s": float(mine["requests_per_s"]),
-                    "cost_per_hour": float(mine["cost_per_hour"]),
-                    "analytic_requests_per_s": float(mine.get("analytic_requests_per_s")
-                                                     or 0.0),
-                    "requests_per_s_per_dollar": float(mine["requests_per_s"])
-                    / float(mine["cost_per_hour"]) if float(mine["cost_per_hour"]) > 0
-                    else None,
-                    "layout": [[isl["gpu"], int(isl["size"])] for isl in out["islands"]
-                               if isl.get("role") != "idle"],
-                    "status": "holds the SLO", "why": None,
-                    "capped_by_availability": False}
+        searched = _record("the search's plan", None, out, capped_by_availability=False)
         records = [searched] + [r for r in records if r is not winner]
         best["summary"] = dict(best["summary"], answer_from={
             "label": winner["label"],
@@ -348,4 +335,4 @@ def close_plan(plan: Plan, *, seed: int = 0, router: str = "range",
     return best
 
 
-__all__ = ["alternatives_for", "close_alternatives", "close_one", "close_plan"]
+__all__ = ["alternatives_for", "close_one", "close_plan"]

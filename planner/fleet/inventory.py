@@ -159,13 +159,18 @@ def _number(value: Any, where: str, *, integer: bool = False, positive: bool = F
     return check_number(value, at(where), integer=integer, ge=0, le=le)
 
 
+def _only_known(data: dict, known: set[str], where: str) -> None:
+    """A one-line error naming the fields of ``data`` outside ``known``, and the known."""
+    unknown = set(data) - known
+    if unknown:
+        raise PlannerError(f"{where}: unknown field(s) {sorted(unknown)}; "
+                           f"known: {sorted(known)}")
+
+
 def inventory_from_dict(data: Any, where: str) -> Inventory:
     if not isinstance(data, dict):
         raise PlannerError(f"{where}: expected a mapping with a 'gpus' list")
-    unknown = set(data) - _TOP_FIELDS
-    if unknown:
-        raise PlannerError(f"{where}: unknown field(s) {sorted(unknown)}; "
-                           f"known: {sorted(_TOP_FIELDS)}")
+    _only_known(data, _TOP_FIELDS, where)
     gpus = data.get("gpus")
     if not isinstance(gpus, list) or not gpus:
         raise PlannerError(f"{where}: field 'gpus' must be a non-empty list")
@@ -176,10 +181,7 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
         at = f"{where}: gpus[{i}]"
         if not isinstance(item, dict):
             raise PlannerError(f"{at} must be a mapping with 'type' and 'count'")
-        extra = set(item) - _ENTRY_FIELDS
-        if extra:
-            raise PlannerError(f"{at}: unknown field(s) {sorted(extra)}; "
-                               f"known: {sorted(_ENTRY_FIELDS)}")
+        _only_known(item, _ENTRY_FIELDS, at)
         if "type" not in item:
             raise PlannerError(f"{at}: field 'type' is missing")
         name = str(item["type"])

@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -297,12 +297,26 @@ def _split(plan: Candidate) -> tuple[Mapping[str, Any], SimCluster | None]:
     return d, cluster_from_deployment(plan.deployment, network=plan_network(d))
 
 
+class _Saturated(NamedTuple):
+    """Step 1's outcome: the final plan (dict and cluster), the first solve's analytic
+    capacity, the saturation rate and the check that measured it, the correction
+    rounds and factors, and what happened in words."""
+
+    plan: Mapping[str, Any]
+    cluster: SimCluster | None
+    analytic: float
+    rate: float
+    check: Check | None
+    rounds: int
+    factors: dict[str, float]
+    note: str
+
+
 def _saturation(plan_in: Candidate, resolve: Callable[[dict[str, float]], Candidate],
-                seed: int, router: str, say: Callable[[str], None]):
-    """Step 1 of the module docstring: (plan dict, cluster, saturation rate, last check,
-    rounds, factors, note)."""
+                seed: int, router: str, say: Callable[[str], None]) -> _Saturated:
+    """Step 1 of the module docstring."""
     plan, cluster = _split(plan_in)
-    capacity = float(plan["summary"]["requests_per_s"])
+    capacity = analytic = float(plan["summary"]["requests_per_s"])
     factors: dict[str, float] = {}
     rounds, check, stuck = 0, None, ""
     while capacity > 0:
@@ -325,25 +339,26 @@ def _saturation(plan_in: Candidate, resolve: Callable[[dict[str, float]], Candid
         plan, cluster = _split(resolve(dict(factors)))
         capacity = float(plan["summary"]["requests_per_s"])
     if check is None:
-        return plan, cluster, 0.0, None, rounds, factors, "the plan serves nothing"
+        return _Saturated(plan, cluster, analytic, 0.0, None, rounds, factors,
+                          "the plan serves nothing")
     if check.sustained >= SUSTAIN_TARGET:
         note = ("the simulation sustains the analytic capacity" if rounds == 0 else
                 f"island capacities corrected from simulation in {rounds} round(s)")
-        return plan, cluster, capacity, check, rounds, factors, note
+        return _Saturated(plan, cluster, analytic, capacity, check, rounds, factors, note)
     note = (f"after {rounds} correction round(s) the simulation sustains "
             f"{check.sustained:.0%} of the analytic capacity"
             + (f" ({stuck})" if stuck else "") + "; saturation is the simulated rate")
-    return plan, cluster, check.completed_rps, check, rounds, factors, note
+    return _Saturated(plan, cluster, analytic, check.completed_rps, check, rounds, factors,
+                      note)
 
 
 class _Promise:
     """Step 2 of the module docstring: simulations at a rate on the seeds, memoised."""
 
-    def __init__(self, plan: Mapping[str, Any], cluster: SimCluster | None,
-                 seeds: tuple[int, ...], router: str, checks: list[Check],
-                 say: Callable[[str], None]):
-        self.plan, self.cluster, self.seeds, self.router = plan, cluster, seeds, router
-        self.checks, self.say = checks, say
+    def __init__(self, plan: Mapping[str, Any], cluster: SimCluster | None, router: str,
+                 checks: list[Check]):
+        self.plan, self.cluster, self.router = plan, cluster, router
+        self.checks = checks  # every run is recorded here, in order
         self.memo: dict[tuple[float, int], Check] = {}
 
     def at(self, rate: float, seed: int) -> Check:
@@ -393,22 +408,19 @@ def close_loop(plan_in: Candidate, resolve: Callable[[dict[str, float]], Candida
     record.
     """
     say = progress or (lambda _msg: None)
-    analytic = float(_split(plan_in)[0]["summary"]["requests_per_s"]) \
-        if isinstance(plan_in, Mapping) else float(plan_in.to_dict()["summary"]
-                                                   ["requests_per_s"])
-    plan, cluster, saturation, first, rounds, factors, note = _saturation(
-        plan_in, resolve, seed, router, say)
+    sat = _saturation(plan_in, resolve, seed, router, say)
+    plan, cluster, analytic, saturation, first = sat.plan, sat.cluster, sat.analytic, \
+        sat.rate, sat.check
+    rounds, factors, note = sat.rounds, sat.factors, sat.note
     seeds = (seed, *verify_seeds(seed))
-    checks: list[Check] = []
-    if first is not None:
-        checks.append(first)
+    checks: list[Check] = [first] if first is not None else []
     if saturation <= 0:
         return plan, LoopResult(analytic, 0.0, 0.0, math.nan, math.nan, rounds, "analytic",
                                 note, saturation, router, seeds, (), math.nan, checks,
                                 factors)
     bound = "analytic" if rounds == 0 and first is not None and \
         first.sustained >= SUSTAIN_TARGET else "simulated"
-    promise = _Promise(plan, cluster, seeds, router, checks, say)
+    promise = _Promise(plan, cluster, router, checks)
     if first is not None and abs(first.offered_rps - saturation) <= 1e-9 * saturation:
         promise.memo[(round(saturation, 9), seed)] = first
     say(f"finding the highest rate at which {SLO_ATTAINMENT:.0%} of requests meet the SLO "
