@@ -31,9 +31,10 @@ import numpy as np
 from perfmodel import layers
 from perfmodel.calibration import Calibration
 from perfmodel.decode import mtp_yield, straggler_factor
+from perfmodel.engines import EAGER_LAYER_S
 from perfmodel.hardware import GPU
 from perfmodel.kernels.library import kernels_for
-from perfmodel.memory import max_decode_batch
+from perfmodel.memory import engine_batch_cap, max_decode_batch
 from perfmodel.models import ModelSpec
 
 
@@ -115,6 +116,15 @@ def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
     comp["logits_gather"] = layers.logits_gather(ks, model, batch + prompts, tp, ep,
                                                  gpu.gpus_per_domain) + 0.0 * batch
     comp["step_gap"] = prof.step_gap_s + 0.0 * batch
+    # beyond the largest captured CUDA graph a pass runs eagerly: at least the host time
+    # to launch every layer (perfmodel.decode._eager_floor)
+    gpu_time = cast(np.ndarray, sum(comp.values()))
+    eager = rows > prof.graph_max_on(gpu, tp)
+    comp["eager_launch"] = np.where(eager, np.maximum(
+        model.layers * EAGER_LAYER_S - gpu_time, 0.0), 0.0)
+    factor = calib.time_factor(gpu, "aggregated")
+    if factor != 1.0:  # --plan-at p10: the class's pessimistic error, named
+        comp["error_band_derate"] = (factor - 1.0) * (gpu_time + comp["eager_launch"])
     comp["_chunk"] = chunk
     comp["_yield"] = tokens_per_step + 0.0 * batch
     return comp
@@ -129,7 +139,7 @@ def aggregated_point(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int, s: i
                                           np.array([[float(dp)]]), np.array([[float(ep)]]),
                                           np.array([[float(s + (decode_max or 0.5 * d))]]),
                                           calib)).ravel()[0])
-    cap = min(cap, 4096)
+    cap = min(cap, int(engine_batch_cap(gpu, model, calib)))
     if batch is not None:
         cap = min(cap, int(batch))
     if cap < 1:

@@ -22,10 +22,12 @@ Sources of each figure: ``docs/perfmodel.md``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
-from perfmodel.engines import DEFAULT_ENGINE, EngineProfile, get_engine
+from perfmodel.engines import DEFAULT_ENGINE, EngineLimits, EngineProfile, get_engine
+from perfmodel.errors import InputError
 
 #: Share of the busiest rank's excess load left by redundant-expert load balancing
 #: (TRT-LLM wide-EP, DeepSeek-R1 at EP32: (max - mean) / mean 1.564 -> 0.109).
@@ -40,21 +42,44 @@ class Calibration:
     fp8_attention: bool = False
     eplb: str = "auto"  # "auto" (beyond one node) | "on" | "off"
     micro_batch_overlap: bool | None = None  # None: the engine profile's choice
-    prefill_token_budget: int | None = None  # None: the engine profile's
+    prefill_token_budget: int | None = None  # None: the engine profile's (--max-tokens)
+    max_running: int | None = None  # None: the engine profile's (--max-running)
+    memory_fraction: float | None = None  # None: the engine profile's (--mem-fraction)
     #: Scale-out (RDMA) link efficiency for expert all-to-all beyond the scale-up domain
     #: (DeepEP: 40-47 GB/s of 50 per GPU).  The database measures one node only.
     scaleout_efficiency: float = 0.85
+    #: "point": the model's own times; "p10": every time derated by the upper error of
+    #: its class's held-out band (perfmodel.error_band), never below the point figure
+    #: -- planning against the pessimistic bound (``planner plan --plan-at p10``).
+    plan_at: str = "point"
 
     @property
     def profile(self) -> EngineProfile:
-        prof = get_engine(self.engine)
-        if self.micro_batch_overlap is not None or self.prefill_token_budget is not None:
-            prof = replace(prof, micro_batch_overlap=(
-                prof.micro_batch_overlap if self.micro_batch_overlap is None
-                else self.micro_batch_overlap), prefill_token_budget=(
-                prof.prefill_token_budget if self.prefill_token_budget is None
-                else self.prefill_token_budget))
+        """The engine's profile with this calibration's overrides."""
+        prof = get_engine(self.engine).with_limits(self.limits)
+        if self.micro_batch_overlap is not None:
+            prof = replace(prof, micro_batch_overlap=self.micro_batch_overlap)
         return prof
+
+    @property
+    def limits(self) -> EngineLimits:
+        return EngineLimits(self.max_running, self.prefill_token_budget, self.memory_fraction)
+
+    def with_limits(self, limits: EngineLimits) -> Calibration:
+        """This calibration under a run's engine-limit overrides (None keeps ours)."""
+        return replace(
+            self, max_running=self.max_running if limits.max_running is None
+            else limits.max_running,
+            prefill_token_budget=self.prefill_token_budget if limits.max_tokens is None
+            else limits.max_tokens,
+            memory_fraction=self.memory_fraction if limits.mem_fraction is None
+            else limits.mem_fraction)
+
+    def time_factor(self, gpu, phase: str) -> float:
+        """Multiplier on every time of ``phase`` on ``gpu`` (:attr:`plan_at`)."""
+        if self.plan_at == "point":
+            return 1.0
+        return _derate(gpu.name, self.engine, phase, self.plan_at)
 
     def eplb_residual(self, ep):
         """Share of the routing skew's excess that remains at expert parallelism ``ep``."""
@@ -62,12 +87,22 @@ class Calibration:
         on = {"on": ep > 1, "off": ep < 0, "auto": ep > 8}[self.eplb]
         return np.where(on, EPLB_RESIDUAL, 1.0)
 
-    @property
-    def runtime_reserve_fraction(self) -> float:
-        return 1.0 - self.profile.memory_fraction
-
     def key(self) -> tuple:
         return tuple(asdict(self).values())
+
+
+PLAN_AT = ("point", "p10")
+
+
+@lru_cache(maxsize=256)
+def _derate(gpu: str, engine: str, phase: str, plan_at: str) -> float:
+    """``1 + hi_error`` of the class's band, at least 1 (a pessimistic bound never
+    promises more than the point prediction)."""
+    from perfmodel.error_band import band
+
+    if plan_at not in PLAN_AT:
+        raise InputError(f"--plan-at must be one of {', '.join(PLAN_AT)}, got {plan_at!r}")
+    return max(1.0, 1.0 + band(gpu, engine, phase).hi_error)
 
 
 DEFAULT_CALIBRATION = Calibration()

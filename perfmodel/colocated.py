@@ -34,7 +34,12 @@ from perfmodel.island import (
     _samples,
 )
 from perfmodel.launch import vendor_violation
-from perfmodel.memory import max_decode_batch, usable_bytes, weight_bytes_per_gpu
+from perfmodel.memory import (
+    engine_batch_cap,
+    max_decode_batch,
+    usable_bytes,
+    weight_bytes_per_gpu,
+)
 from perfmodel.models import ModelSpec
 from perfmodel.parallel import ParallelConfig, enumerate_configs, launch_reason
 
@@ -52,7 +57,8 @@ def _points(gpu: GPU, model: ModelSpec, c: ParallelConfig, shape: WorkloadShape,
     d = np.asarray(shape.decode_at(s2), float)
     held = np.asarray(shape.held_at(s2), float) if shape.steady else 0.5 * d
     tp, dp, ep = (np.array([[float(x)]]) for x in (c.tp, c.dp, c.ep))
-    cap = np.asarray(max_decode_batch(gpu, model, tp, dp, ep, s2 + held, calib), float)
+    cap = np.minimum(np.asarray(max_decode_batch(gpu, model, tp, dp, ep, s2 + held, calib),
+                                float), engine_batch_cap(gpu, model, calib))
     b = BATCHES[:, None]
     comp = mixed_pass(gpu, model, b, s2, d, float(c.tp), float(c.dp), float(c.ep),
                       shape.prefix_hit_rate, calib, held)
@@ -103,7 +109,8 @@ def colocated_table(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape,
     configs = [c for c in launchable
                if float(np.asarray(weight_bytes_per_gpu(
                    model, np.array([[float(c.tp)]]), np.array([[float(c.dp)]]),
-                   np.array([[float(c.ep)]]))).ravel()[0]) <= usable_bytes(gpu, calib)]
+                   np.array([[float(c.ep)]]))).ravel()[0])
+               <= float(np.ravel(usable_bytes(gpu, calib, model, float(c.tp)))[0])]
     empty = PhaseTable("both", None, np.zeros(n), np.zeros(n), np.zeros(n),
                        reason=f"{model.name} does not fit on {size}x{gpu.name} colocated")
     if not configs:

@@ -36,13 +36,14 @@ time and throughput all use it unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, cast
 
 import numpy as np
 
 from perfmodel import layers
 from perfmodel.calibration import Calibration
+from perfmodel.engines import EAGER_LAYER_S
 from perfmodel.hardware import GPU
 from perfmodel.kernels.library import kernels_for
 from perfmodel.models import ModelSpec
@@ -283,14 +284,29 @@ def step_model(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Calibration
     k_yield = mtp_yield(calib, model)[1]
     comp = decode_components(gpu, model, batch, tp, dp, ep, calib)
     sm = step_from_components(comp, model, k_yield)
-    if not (model.is_moe and np.any(comp["comm_sm_share"] > 0)) or calib.engine == "roofline":
+    if model.is_moe and np.any(comp["comm_sm_share"] > 0) and calib.engine != "roofline":
+        plain = step_from_components(decode_components(gpu, model, batch, tp, dp, ep, calib,
+                                                       overlap=False), model, k_yield)
+        better = sm.step_time(1024.0) <= plain.step_time(1024.0)
+        shape = np.shape(better)
+        sm = StepModel(*cast("Iterable[Any]", (
+            getattr(sm, f.name) if f.name.endswith("count") else
+            np.where(better, np.broadcast_to(getattr(sm, f.name), shape),
+                     np.broadcast_to(getattr(plain, f.name), shape))
+            for f in fields(StepModel))))
+    sm = _eager_floor(sm, gpu, batch, tp, calib, k_yield)
+    factor = calib.time_factor(gpu, "decode")
+    return sm if factor == 1.0 else sm._map(lambda a: a * factor)  # --plan-at p10
+
+
+def _eager_floor(sm: StepModel, gpu: GPU, batch, tp, calib: Calibration,
+                 k_yield: float) -> StepModel:
+    """Batches beyond the engine's largest captured CUDA graph run eagerly: each layer
+    then takes at least the host time to launch it (``EAGER_LAYER_S``), whatever its
+    GPU time -- the per-layer floor of the step model rises to it."""
+    eager = np.asarray(batch, float) > calib.profile.graph_max_on(gpu, tp)
+    if not np.any(eager):
         return sm
-    plain = step_from_components(decode_components(gpu, model, batch, tp, dp, ep, calib,
-                                                   overlap=False), model, k_yield)
-    better = sm.step_time(1024.0) <= plain.step_time(1024.0)
-    shape = np.shape(better)
-    return StepModel(*cast("Iterable[Any]", (
-        getattr(sm, f.name) if f.name.endswith("count") else
-        np.where(better, np.broadcast_to(getattr(sm, f.name), shape),
-                 np.broadcast_to(getattr(plain, f.name), shape))
-        for f in fields(StepModel))))
+    launch = EAGER_LAYER_S / k_yield
+    return replace(sm, d_floor=np.where(eager, np.maximum(sm.d_floor, launch), sm.d_floor),
+                   m_floor=np.where(eager, np.maximum(sm.m_floor, launch), sm.m_floor))

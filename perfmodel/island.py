@@ -28,6 +28,7 @@ from perfmodel.decode import StepModel, step_model
 from perfmodel.hardware import GPU
 from perfmodel.launch import vendor_violation
 from perfmodel.memory import (
+    engine_batch_cap,
     kv_bytes_per_token_per_gpu,
     max_decode_batch,
     thesis_batch_rule,
@@ -188,7 +189,7 @@ def _choose(rps_all: np.ndarray, pmf: np.ndarray, cover: bool = False
 def _fit_reason(gpu: GPU, size: int, model: ModelSpec, grid: ConfigGrid, calib: Calibration,
                 phase: str) -> str:
     need = float(np.min(weight_bytes_per_gpu(model, grid.tp, grid.dp, grid.ep)))
-    have = usable_bytes(gpu, calib)
+    have = float(np.max(usable_bytes(gpu, calib, model, grid.tp)))
     if need > have:
         return (f"{model.name} does not fit on {size}x{gpu.name} for {phase}: it needs at least "
                 f"{need / 1e9:.1f} GB of weights per GPU, {have / 1e9:.1f} GB usable of "
@@ -283,7 +284,8 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     rps = grid.dp.astype(np.float32) / t_all
     # The request's own KV cache must fit beside the weights (chunked prefill keeps
     # activations small); beyond that length, and beyond the TTFT ceiling, nothing.
-    room = usable_bytes(gpu, calib) - weight_bytes_per_gpu(model, grid.tp, grid.dp, grid.ep)
+    room = (usable_bytes(gpu, calib, model, grid.tp)
+            - weight_bytes_per_gpu(model, grid.tp, grid.dp, grid.ep))
     longest = room / kv_bytes_per_token_per_gpu(model, grid.tp)
     np.multiply(rps, s_all <= longest, out=rps)  # a mask multiply beats masked assignment
     if slo.ttft_ms is not None:
@@ -344,7 +346,8 @@ def _decode_rps(gpu, model, grid, shape, slo, calib, s):
     steady = shape.steady
     held = shape.held_at(s) if steady else shape.reserve
     batch = thesis_batch_rule(max_decode_batch(gpu, model, grid.tp, grid.dp, grid.ep,
-                                               s + held, calib))
+                                               s + held, calib),
+                              engine_batch_cap(gpu, model, calib))
     # The step model depends on the batch only through per-batch coefficients, so it is
     # built once on a lattice of batch sizes and read per (configuration, length).
     per_batch = _BatchSteps(gpu, model, grid, calib, int(batch.max()), s.dtype)
@@ -376,7 +379,7 @@ def _cap_batch_for_tpot(per_batch, batch, context, tpot_ms):
 def _phase_table(phase, compute, gpu, size, model, grid, shape, slo, calib) -> PhaseTable:
     """Evaluate the configurations whose weights fit, choose c*, keep c*'s rows."""
     weights = weight_bytes_per_gpu(model, grid.tp, grid.dp, grid.ep)
-    fits = (weights <= usable_bytes(gpu, calib))[:, 0]
+    fits = (weights <= usable_bytes(gpu, calib, model, grid.tp))[:, 0]
     deviation = np.ones(len(grid))  # a configuration that does not fit serves nothing
     n = len(shape.pmf)
     if fits.any():

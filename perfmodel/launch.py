@@ -137,6 +137,24 @@ def gpu_vendor(gpu) -> str:
     return "nvidia"
 
 
+#: The engine a GPU is priced with when none is named: TensorRT-LLM (the database's
+#: reference, measured on every NVIDIA system) on NVIDIA GPUs; vLLM elsewhere -- it runs
+#: on AMD (ROCm; AMD's own MI300X inference guides and performance pages use the
+#: rocm/vllm images) and on Intel XPUs, where SGLang and TensorRT-LLM do not.
+VENDOR_ENGINE = {"nvidia": "trtllm", "amd": "vllm", "intel": "vllm"}
+
+
+def default_engine(gpu) -> str:
+    """The engine ``gpu`` is priced with when none is named (:data:`VENDOR_ENGINE`)."""
+    return VENDOR_ENGINE.get(gpu_vendor(gpu), "trtllm")
+
+
+def engines_for(gpu) -> tuple[str, ...]:
+    """The serving engines (not the thesis's roofline) that run on ``gpu``'s vendor."""
+    vendor = gpu_vendor(gpu)
+    return tuple(name for name, r in RULES.items() if not r.thesis_only and vendor in r.vendors)
+
+
 def vendor_violation(engine: str | None, gpu) -> str | None:
     """One line when ``engine`` does not run on ``gpu``'s vendor (None when it does)."""
     rules = rules_for(engine)
@@ -145,6 +163,23 @@ def vendor_violation(engine: str | None, gpu) -> str | None:
         return None
     return (f"{rules.label} does not run on {vendor.upper()} GPUs ({gpu.name}); it runs on "
             + ", ".join(v.upper() for v in rules.vendors) + " GPUs")
+
+
+def engine_flag_error(engine: str | None, gpus) -> str | None:
+    """One line for a CLI that was given ``--engine engine`` for ``gpus`` (GPUs or one
+    GPU) some of which it does not run on -- naming the flag, the reason and the engines
+    that run on all of them -- or None when it runs on every one.  ``planner perf``
+    raises it as a usage error (exit 2)."""
+    gpus = list(gpus) if isinstance(gpus, list | tuple) else [gpus]
+    for g in gpus:
+        wrong = vendor_violation(engine, g)
+        if wrong:
+            usable = [e for e in RULES if not RULES[e].thesis_only
+                      and all(e in engines_for(x) for x in gpus)]
+            usable.sort(key=lambda e: e != default_engine(g))
+            hint = ("; use --engine " + " or ".join(usable)) if usable else ""
+            return f"--engine {str(engine).strip().lower()}: {wrong}{hint}"
+    return None
 
 
 def rules_for(engine: str | None) -> EngineRules | None:
@@ -308,6 +343,8 @@ def binding_rule(engine: str | None, model: ModelSpec, configs, gpus: int,
     return pool[key][0]
 
 
-__all__ = ["EngineRules", "FP8_BLOCK", "RULES", "binding_rule", "engine_slots",
-           "expert_slots", "layout_violation", "layout_violations",
-           "max_redundant", "redundant_experts", "rules_for", "slots_text"]
+__all__ = ["EngineRules", "FP8_BLOCK", "RULES", "VENDOR_ENGINE", "binding_rule",
+           "default_engine", "engine_flag_error", "engine_slots", "engines_for",
+           "expert_slots", "gpu_vendor", "layout_violation", "layout_violations",
+           "max_redundant", "redundant_experts", "rules_for", "slots_text",
+           "vendor_violation"]

@@ -54,15 +54,93 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, tp):
     return model.layers * model.kv_bytes_per_token_layer / model.kv_shards(tp)
 
 
-def usable_bytes(gpu: GPU, calib: Calibration) -> float:
-    return gpu.hbm_gb * 1e9 * (1.0 - calib.runtime_reserve_fraction)
+#: Bytes per element of the activations (bf16) and of the sampler's logits (fp32).
+_ACT_BYTES, _LOGIT_BYTES = 2.0, 4.0
+
+
+def activation_bytes(model: ModelSpec, tp, calib: Calibration):
+    """Peak transient memory per GPU of one forward pass at the engine's token budget
+    ``T`` -- what vLLM's start-up profiling run and TRT-LLM's activation estimate reserve
+    before sizing the KV cache:
+
+        2 B x T x (2 h + max(q + k + v width, 3 I_eff) / tp)  +  4 B x 2 x R x V / tp
+
+    the residual stream and its normed copy, the larger of the attention projections'
+    outputs and the MLP's gate, up and activated tensors (``I_eff`` the dense width, or
+    for a MoE layer the shared experts plus ``top_k`` routed experts' width a token
+    occupies), and the sampler's fp32 logits and probabilities for ``R`` = min(max
+    running, T) sequences over the vocabulary ``V`` (engines sample one row per running
+    request).  Zero for the thesis's rule (seed 002 models no activations)."""
+    prof = calib.profile
+    if prof.memory_rule == "thesis" or not prof.prefill_token_budget:
+        return 0.0 * np.asarray(tp, float)
+    tp = np.asarray(tp, float)
+    tokens = float(prof.prefill_token_budget)
+    if model.is_mla:
+        qkv: float = model.heads * (model.qk_nope_dim + model.qk_rope_dim + model.v_head_dim)
+    else:
+        qkv = (model.heads + 2.0 * model.kv_heads) * model.head_dim
+    width = float(model.intermediate) if (model.dense_layers or not model.is_moe) else 0.0
+    if model.is_moe:
+        width = max(width, model.shared_intermediate
+                    + model.experts_per_token * model.moe_intermediate)
+    layer = _ACT_BYTES * tokens * (2.0 * model.hidden + np.maximum(qkv, 3.0 * width) / tp)
+    rows = min(float(prof.max_running), tokens)  # the largest default: a bound
+    return layer + _LOGIT_BYTES * 2.0 * rows * model.vocab / tp
+
+
+def usable_bytes(gpu: GPU, calib: Calibration, model: ModelSpec, tp=1.0):
+    """HBM per GPU the engine fills with weights and KV cache, by its memory rule
+    (``EngineProfile.memory_rule``):
+
+    * "total" (vLLM): ``fraction x HBM - activations - overheads``;
+    * "static", "thesis" (SGLang, seed 002): ``fraction x HBM`` (activations and
+      overheads live in the rest);
+    * "free" (TRT-LLM): ``HBM - activations - overheads`` (the fraction applies to
+      what remains after the weights, :func:`kv_pool_bytes`).
+    """
+    prof = calib.profile
+    hbm = gpu.hbm_gb * 1e9
+    tp = np.asarray(tp, float)
+    runtime = activation_bytes(model, tp, calib) + prof.overhead_bytes(tp)
+    if prof.memory_rule == "total":
+        return prof.memory_fraction_on(gpu, tp) * hbm - runtime
+    if prof.memory_rule == "free":
+        return hbm - runtime
+    if prof.memory_rule == "static":  # the fraction depends on tp (SGLang's rule)
+        return np.vectorize(lambda t: prof.memory_fraction_on(gpu, t))(tp) * hbm
+    return prof.memory_fraction_on(gpu, tp) * hbm + 0.0 * tp
+
+
+def kv_pool_bytes(gpu: GPU, model: ModelSpec, tp, dp, ep, calib: Calibration):
+    """KV-cache bytes per GPU: the engine's share (``kv_free_fraction``; TRT-LLM's
+    ``free_gpu_memory_fraction``) of the usable HBM the weights leave."""
+    prof = calib.profile
+    free = np.maximum(usable_bytes(gpu, calib, model, tp)
+                      - weight_bytes_per_gpu(model, tp, dp, ep), 0.0)
+    return free * (prof.memory_fraction_on(gpu, tp) if prof.memory_rule == "free" else 1.0)
 
 
 def kv_capacity_tokens(gpu: GPU, model: ModelSpec, tp, dp, ep, calib: Calibration):
-    """KV-cache tokens one attention group holds: the engine's share of the HBM left
-    after the weights (``EngineProfile.kv_free_fraction``), per token's bytes."""
-    free = np.maximum(usable_bytes(gpu, calib) - weight_bytes_per_gpu(model, tp, dp, ep), 0.0)
-    return free * calib.profile.kv_free_fraction / kv_bytes_per_token_per_gpu(model, tp)
+    """KV-cache tokens one attention group holds (:func:`kv_pool_bytes` per token's
+    bytes)."""
+    return kv_pool_bytes(gpu, model, tp, dp, ep, calib) / kv_bytes_per_token_per_gpu(model, tp)
+
+
+def engine_batch_cap(gpu: GPU, model: ModelSpec, calib: Calibration) -> float:
+    """The most sequences one scheduler (attention group) runs: the engine's
+    ``max_running`` on this GPU and, since every decoding sequence is a row of the
+    iteration (plus its draft tokens with MTP), its token budget."""
+    prof = calib.profile
+    cap = float(prof.max_running_on(gpu))
+    if prof.memory_rule != "thesis" and prof.prefill_token_budget:
+        cap = min(cap, prof.prefill_token_budget / (1.0 + model_draft_rows(model, calib)))
+    return float(np.floor(cap))
+
+
+def model_draft_rows(model: ModelSpec, calib: Calibration) -> float:
+    """Draft tokens per sequence and step (MTP), 0 without speculation."""
+    return float(calib.mtp_draft_tokens) if calib.mtp_acceptance > 0 and model.mtp_layers else 0.0
 
 
 def max_decode_batch(gpu: GPU, model: ModelSpec, tp, dp, ep, context_max,
@@ -77,14 +155,16 @@ def max_decode_batch(gpu: GPU, model: ModelSpec, tp, dp, ep, context_max,
     return np.floor(tokens / context_max)
 
 
-def thesis_batch_rule(max_bs):
+def thesis_batch_rule(max_bs, cap: float = 1024):
     """Seed 002 §4.6.2: round down to a multiple of 8 and clamp to [8, 1024].
 
     Read literally the clamp raises a memory limit of 1-7 sequences to 8, which does not
-    fit; we keep the rule and then cap it at the memory limit (0 = does not fit).
+    fit; we keep the rule and then cap it at the memory limit (0 = does not fit).  With
+    an engine the upper clamp is its :func:`engine_batch_cap` instead of 1024 (the
+    multiple of 8 is also how engines capture CUDA graphs).
     """
     # min(.., max_bs) also maps "nothing fits" (0) to 0.
     rule = np.floor(np.asarray(max_bs) * 0.125)  # max_bs - max_bs mod 8, for max_bs >= 0
     rule *= 8.0
-    np.clip(rule, 8, 1024, out=rule)
+    np.clip(rule, 8, max(float(cap), 8.0), out=rule)
     return np.minimum(rule, max_bs, out=rule)

@@ -35,6 +35,7 @@ from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
 from perfmodel.decode import StepModel, step_model
 from perfmodel.hardware import GPU
 from perfmodel.memory import (
+    engine_batch_cap,
     kv_bytes_per_token_per_gpu,
     kv_capacity_tokens,
     max_decode_batch,
@@ -103,7 +104,7 @@ class IslandTiming:
     @cached_property
     def usable_bytes(self) -> float:
         """HBM per GPU the engine may use (weights + KV cache + activations)."""
-        return float(usable_bytes(self.gpu, self.calib))
+        return float(np.ravel(usable_bytes(self.gpu, self.calib, self.model, self.tp))[0])
 
     @property
     def weight_bytes_per_gpu(self) -> Any:
@@ -128,13 +129,19 @@ class IslandTiming:
                                        self.calib)
         return int(float(per_group)) * int(self.dp)
 
+    @property
+    def batch_cap(self) -> float:
+        """Most sequences one attention group's scheduler runs (the engine's limits,
+        :func:`perfmodel.memory.engine_batch_cap`)."""
+        return engine_batch_cap(self.gpu, self.model, self.calib)
+
     def decode_batch(self, context_max: Any) -> Any:
         """Per-group decode batch by seed 002's rule (§4.6.2) for sequences up to
         ``context_max`` tokens: the largest batch whose KV fits, rounded down by
         :func:`thesis_batch_rule`."""
         fit = max_decode_batch(self.gpu, self.model, self.tp, self.dp, self.ep, context_max,
                                self.calib)
-        return thesis_batch_rule(np.asarray(fit, float))
+        return thesis_batch_rule(np.asarray(fit, float), self.batch_cap)
 
 
 def clear_cache() -> None:

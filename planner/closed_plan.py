@@ -33,6 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from planner.capacity_band import with_band
 from planner.context.request import PlanRequest
 from planner.core.errors import NoPlanError, PlannerError
 from planner.inner import needs_context
@@ -193,8 +194,8 @@ def close_one(plan: Plan, *, seed: int = 0, router: str = "range",
     the headline that holds in simulation (target mode: the target, verified)."""
     say = progress or (lambda _m: None)
     if plan.request.target_rps is not None:
-        return _close_target(plan, seed, router, say)
-    return _loop(plan, seed, router, say)
+        return with_band(_close_target(plan, seed, router, say))
+    return with_band(_loop(plan, seed, router, say))
 
 
 def _single_type_requests(req: PlanRequest) -> list[tuple[str, PlanRequest, bool, int]]:

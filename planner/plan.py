@@ -19,6 +19,7 @@ from typing import Any, cast
 import numpy as np
 
 from perfmodel.launch import vendor_violation
+from planner.capacity_band import with_band
 from planner.context.evaluate import LayoutEvaluator, PlanningContext
 from planner.context.feasibility import served_lengths, unmet_slo
 from planner.context.operating import OperatingPoint, operating_point
@@ -109,14 +110,14 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         req = self.request
-        return plan_dict(
+        return with_band(plan_dict(
             request=req.to_dict(), result=self.result, evaluation=self.evaluation,
             ranges_mid=self.context.ranges.mid,
             prices={g: gpu.price_per_hour for g, gpu in self.context.gpus.items()},
             available={e.name: e.count for e in req.inventory.entries}, budget=req.budget,
             search=self.search, homogeneous=self.homogeneous, exact=self.exact,
             timings=self.seconds, operating=self.operating,
-            slo_exempt=self.context.slo_exempt)
+            slo_exempt=self.context.slo_exempt))
 
     @property
     def bo_gap(self) -> float | None:

@@ -5,7 +5,11 @@
 (a) kernel level and (b) held-out GPUs come from ``perfmodel/data/kernels/
 validation.json``, written by ``scripts/calibrate_kernels.py`` when it fits the tables
 (it holds shapes and GPUs out of the fit); (c) end to end is computed here, now, by
-posing every published figure of ``perfmodel/data/validation_cases.yaml`` to the model.
+posing every published figure of ``perfmodel/data/validation_cases.yaml`` and of
+``perfmodel/data/posed/*.yaml`` to the model.  The same run writes the shipped summary
+(``perfmodel/data/validation_summary.json``, with issue 29's held-out goals) and the
+error bands (``perfmodel/data/error_bands.json``), and prints the goals beside their
+figures, met or NOT met, with the breadth counts.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from perfmodel import error_band as eb  # noqa: E402
 from perfmodel import kernel_benchmarks as kb  # noqa: E402
 from perfmodel import validation as val  # noqa: E402
 
@@ -140,60 +145,168 @@ def published_kernel_section() -> list[str]:
     return lines + [""]
 
 
-def e2e_section(rows: list[dict], summary: dict) -> list[str]:
+def _set(r: dict) -> str:
+    return "held out" if r["held_out"] else "calibration"
+
+
+def _flips(r: dict) -> str:
+    f = r["flipped"]
+    return " | ".join(_pct(f[k]) if k in f and np.isfinite(f[k]) else "--" for k in val.FLIPS)
+
+
+def _from(r: dict) -> str:
+    return "cases" if r["origin"] == val.CASES_FILE else r["origin"].removesuffix(".yaml")
+
+
+def _err(x: float | None) -> str:
+    return "--" if x is None else _pct(x)
+
+
+def e2e_section(rows: list[dict], doc: dict) -> list[str]:
+    older = doc["validation_cases"]
     lines = ["## (c) End to end: published serving figures", "",
              "Each row poses a published measurement to the model with what the source "
-             "fixed: GPU, model and precision, engine, parallel layout, lengths, batch or "
-             "token budget (`perfmodel/data/validation_cases.yaml`, with the quote each "
-             "figure comes from).  Error = ours / published - 1 (for TTFT, published / ours "
-             "- 1, so that a model that is too fast reads negative everywhere).  None of "
-             "these rows is used to fit anything.", "",
-             f"**Scored rows: {summary['rows']} over {summary['gpus']} GPU types; median "
-             f"|error| {_abs(summary['median_abs'])}, worst {_abs(summary['worst_abs'])}; "
-             f"median signed error dense {_pct(summary['median_signed_dense'])}, MoE "
-             f"{_pct(summary['median_signed_moe'])}.**", "",
-             _held_out_line(val.held_out_summary(rows)), "",
-             "**The protocol from issue 29 on** (`perfmodel/validation_split.py`, committed "
-             "before any further fitting): a case is held out when "
-             "`sha256(\"planner-validation-split-2026-11-27:\" + id)` falls in the lowest "
-             "third of its range -- no figure, error or prediction enters it, and a case "
-             "keeps its side for ever (`tests/perfmodel/test_validation_split.py` pins the "
-             "sides of the rows below); headline errors are reported on the held-out rows, "
-             "and only calibration rows may inform a change to the model.  New published "
-             "rows are committed first to `perfmodel/data/posed/*.yaml` -- the figure and "
-             "its quote, the source's URL, the fields the source states (`stated`) and "
-             "every other field with the default assumed and why (`assumed`) -- with no "
-             "prediction in the commit; a later commit scores them, and the history shows "
-             "the order.", "",
-             "*Set*: held out or calibration (`perfmodel.validation_split`, by case id "
-             "alone).  *KV flipped* and *FP8 attention flipped*: the row's error with that "
-             "assumption the other way (bf16 <-> fp8 KV cache; FP8 attention on <-> off) -- "
-             "how much the row's verdict rests on it.", "",
-             "| case | GPU | model | mode | engine | unit | published | ours | error | set "
-             "| KV flipped | FP8 attention flipped |",
-             "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|"]
+             "fixed: GPU, model and precision, engine, parallel layout, lengths, batch, "
+             "concurrency or token budget.  Two files hold them: "
+             "`perfmodel/data/validation_cases.yaml` (*cases*) and the rows posed under "
+             "issue 29's protocol, `perfmodel/data/posed/*.yaml` (*posed/...*), each with "
+             "the quote its figure comes from.  How each unit and mode is read off the "
+             "model is stated in `perfmodel/validation.py`.  **Error, optimism sense**: "
+             "positive = the model promises more than was measured -- ours / published - 1 "
+             "for rates, published / ours - 1 for every time (TTFT, TPOT, ITL, latency).  "
+             "None of these rows is used to fit anything.", "",
+             f"**Scored rows: {doc['rows']} over {doc['gpus']} GPU types; median |error| "
+             f"{_abs(doc['median_abs'])}, worst {_abs(doc['worst_abs'])}; median signed "
+             f"error dense {_pct(doc['median_signed_dense'])}, MoE "
+             f"{_pct(doc['median_signed_moe'])}.**  Of them validation_cases.yaml "
+             f"(issue 14's goals): {older['rows']} rows, median |error| "
+             f"{_abs(older['median_abs'])}, worst {_abs(older['worst_abs'])}, median signed "
+             f"dense {_pct(older['median_signed_dense'])}, MoE "
+             f"{_pct(older['median_signed_moe'])}.", "",
+             _held_out_line(doc["held_out"]), ""]
+    lines += goals_lines(doc) + [""] + breadth_lines(doc) + [""]
+    lines += ["**The protocol from issue 29 on** (`perfmodel/validation_split.py`, committed "
+              "before any further fitting): a case is held out when "
+              "`sha256(\"planner-validation-split-2026-11-27:\" + id)` falls in the lowest "
+              "third of its range -- no figure, error or prediction enters it, and a case "
+              "keeps its side for ever (`tests/perfmodel/test_validation_split.py` pins the "
+              "sides of the validation_cases.yaml rows); headline errors are reported on the "
+              "held-out rows, and only calibration rows may inform a change to the model.  "
+              "New published rows are committed first to `perfmodel/data/posed/*.yaml` -- "
+              "the figure and its quote, the source's URL, the fields the source states "
+              "(`stated`) and every other field with the default assumed and why "
+              "(`assumed`) -- with no prediction in the commit; a later commit scores them "
+              "(here, read in place), and the history shows the order.", "",
+              "*Set*: held out or calibration (`perfmodel.validation_split`, by case id "
+              "alone).  *KV flipped* and *FP8 attention flipped*: the row's error with that "
+              "assumption the other way (bf16 <-> fp8 KV cache; FP8 attention on <-> off) -- "
+              "how much the row's verdict rests on it (-- where the flipped posing has no "
+              "feasible point).  *Disaggregated*: prefill / decode rows whose posing says "
+              "they come from a prefill/decode-split deployment (`DISAGGREGATED` in "
+              "`perfmodel/validation.py`).", "",
+              "| case | from | GPU | model | mode | engine | unit | published | ours | error "
+              "| set | KV flipped | FP8 attention flipped |",
+              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|"]
     for r in rows:
         if r["scored"]:
-            f = r["flipped"]
-            lines.append(f"| {r['case']} | {r['gpu']} | {r['model']} | {r['mode']} | "
-                         f"{r['engine']} | {r['unit']} | {r['published']:,.0f} | "
-                         f"{r['ours']:,.0f} | {_pct(r['error'])} | "
-                         f"{'held out' if r['held_out'] else 'calibration'} | "
-                         f"{_pct(f['kv'])} | {_pct(f['fp8_attention'])} |")
-    lines += ["", f"Not scored (engine releases before {val.SCORED_FROM}, whose kernels the "
-              "database does not hold):", "",
-              "| case | GPU | model | mode | unit | published | ours | error |",
-              "|---|---|---|---|---|---:|---:|---:|"]
+            mode = r["mode"] + (" (disaggregated)" if r["deployment"] == "disaggregated"
+                                else "")
+            lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | {mode} | "
+                         f"{r['engine']} | {r['unit']} | {val.fmt_value(r['published'])} | "
+                         f"{val.fmt_value(r['ours'])} | {_err(r['error'])} | {_set(r)} | "
+                         f"{_flips(r)} |")
+    lines += ["", "Not scored, each with its reason (rows before "
+              f"{val.SCORED_FROM} ran engine releases whose kernels the database does not "
+              "hold; their figures are shown for reference):", "",
+              "| case | from | GPU | model | mode | unit | published | ours | error | set "
+              "| KV flipped | FP8 attention flipped | reason |",
+              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---|"]
     for r in rows:
         if not r["scored"]:
-            lines.append(f"| {r['case']} | {r['gpu']} | {r['model']} | {r['mode']} | "
-                         f"{r['unit']} | {r['published']:,.0f} | {r['ours']:,.0f} | "
-                         f"{_pct(r['error'])} |")
-    _, sources = val.load_cases()
-    lines += ["", "Sources:", ""]
-    for key, src in sources.items():
+            lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | "
+                         f"{r['mode']} | {r['unit']} | {val.fmt_value(r['published'])} | "
+                         f"{val.fmt_value(r['ours'])} | {_err(r['error'])} | {_set(r)} | "
+                         f"{_flips(r)} | {r['reason']} |")
+    lines += [""] + band_lines(rows) + ["", "Sources:", ""]
+    for key, src in val.sources().items():
         lines.append(f"- {key}: {src['title']} ({src['date']}), {src['url']}")
     return lines + [""]
+
+
+_GOAL_LABELS = {"median_abs": "median |error|", "worst_abs": "worst |error|",
+                "median_signed": "median signed error",
+                "vendor_median_abs": "each vendor's median |error| (worst vendor)",
+                "band_coverage": "band coverage, leave-one-out"}
+
+
+def goal_rows(doc: dict) -> list[tuple[str, str, str, bool]]:
+    """(figure, value, goal, met) for issue 29's held-out goals and breadth goals."""
+    h = doc["held_out"]
+    out = []
+    for name, g in h.get("goals", {}).items():
+        op, limit = g["goal"].split()
+        shown = {"<=": "<=", ">=": ">=", "abs<=": "within +-"}[op]
+        value = _pct(g["value"]) if name == "median_signed" else _abs(g["value"])
+        out.append((_GOAL_LABELS[name], value, f"{shown} {_abs(float(limit))}", g["met"]))
+    c = doc["counts"]
+    sc, goal, met = c["scored"], c["breadth_goals"]["goal"], c["breadth_goals"]["met"]
+    out += [("scored rows", str(sc["rows"]), f">= {goal['rows']}", met["rows"]),
+            ("GPU types", str(len(sc["gpu_types"])), f">= {goal['gpu_types']}",
+             met["gpu_types"]),
+            ("AMD among the vendors", ", ".join(sc["vendors"]), "AMD included", met["amd"]),
+            ("engines", str(len(sc["engines"])), f">= {goal['engines']}", met["engines"])]
+    return out
+
+
+def goals_lines(doc: dict) -> list[str]:
+    h = doc["held_out"]
+    lines = ["Issue 29's goals (held-out rows; breadth on all scored rows):", "",
+             "| figure | value | goal | verdict |", "|---|---:|---|---|"]
+    for label, value, goal, met in goal_rows(doc):
+        cell = label.replace("|", "\\|")  # a pipe inside a table cell
+        lines.append(f"| {cell} | {value} | {goal} | {'met' if met else 'NOT met'} |")
+    lines += ["", "Held-out rows by vendor: " + "; ".join(
+        f"{v} {s['rows']} rows, median |error| {_abs(s['median_abs'])}"
+        for v, s in h.get("by_vendor", {}).items()) + "."]
+    return lines
+
+
+def breadth_lines(doc: dict) -> list[str]:
+    c = doc["counts"]
+
+    def one(label: str, b: dict) -> str:
+        modes = ", ".join(f"{k} {n}" for k, n in b["modes"].items())
+        return (f"| {label} | {b['rows']} | {b['held_out']} | {len(b['gpu_types'])} "
+                f"({', '.join(b['gpu_types'])}) | {', '.join(b['engines'])} | "
+                f"{', '.join(b['vendors'])} | {b['dense']} / {b['moe']} | {modes} |")
+
+    reasons = "; ".join(f"{k}: {n}" for k, n in c["not_scored_by_reason"].items())
+    return ["Breadth:", "",
+            "| rows | count | held out | GPU types | engines | vendors | dense / MoE "
+            "| modes |", "|---|---:|---:|---|---|---|---|---|",
+            one("all (both files)", c["all"]), one("posed", c["posed"]),
+            one("scored", c["scored"]), "",
+            f"Posed rows scored: {c['posed_scored']} of {c['posed']['rows']}.  Not scored, "
+            f"by reason: {reasons}."]
+
+
+def band_lines(rows: list[dict]) -> list[str]:
+    doc = eb.build(rows)
+    loo = doc["leave_one_out"]
+    lines = ["### Error bands", "",
+             "`perfmodel/error_band.py` (shipped as `perfmodel/data/error_bands.json`): per "
+             "class GPU family x engine x phase, the 10th and 90th percentile of the scored "
+             "held-out rows' signed errors; a class with fewer than "
+             f"{doc['min_rows']} rows falls back to family x phase, vendor x phase, phase, "
+             "then all rows.  A predicted capacity C becomes C / (1 + p90) .. C / (1 + p10).  "
+             f"**Leave-one-out coverage: {loo['inside']} of {loo['rows']} held-out rows "
+             f"({_abs(loo['coverage'])}) fall inside the band of the other held-out rows** "
+             "(goal >= 80 %).", "",
+             "| class | p10 error | p90 error | rows |", "|---|---:|---:|---:|"]
+    for b in doc["bands"]:
+        lines.append(f"| {b['cls']} | {_pct(b['lo_error'])} | {_pct(b['hi_error'])} | "
+                     f"{b['rows']} |")
+    return lines
 
 
 def _held_out_line(h: dict) -> str:
@@ -204,11 +317,9 @@ def _held_out_line(h: dict) -> str:
             f"{_abs(h['worst_abs'])}, median signed {_pct(h['median_signed'])}.**")
 
 
-def render() -> str:
+def render(rows: list[dict], doc: dict) -> str:
     data = json.loads(resources.files("perfmodel").joinpath(
         "data/kernels/validation.json").read_text())
-    rows = val.table()
-    summary = val.summary(rows)
     head = ["# Validation of the performance model", "",
             "Generated by `.venv/bin/python scripts/validation_table.py` (kernel tables "
             "fitted by `scripts/calibrate_kernels.py`).  Three questions, each on data the "
@@ -216,23 +327,49 @@ def render() -> str:
             "see (a); does the transfer rule predict a GPU it did not see (b); does the "
             "whole model predict published serving figures (c).", ""]
     return "\n".join(head + kernel_section(data) + transfer_section(data)
-                     + published_kernel_section() + e2e_section(rows, summary))
+                     + published_kernel_section() + e2e_section(rows, doc))
 
 
-def summary_json() -> str:
-    """The shipped summary (perfmodel.validation.SUMMARY_FILE) of the scored rows."""
-    rows = val.table()
-    return json.dumps({**val.summary(rows), "by_gpu": val.by_gpu(rows),
-                       "held_out": val.held_out_summary(rows),
-                       "source": "docs/validation.md (c), scripts/validation_table.py"},
-                      indent=1, sort_keys=True) + "\n"
+def _json(doc: dict) -> str:
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def summary_json(rows: list[dict] | None = None) -> str:
+    """The shipped summary (perfmodel.validation.SUMMARY_FILE)."""
+    return _json(val.summary_document(val.table() if rows is None else rows))
+
+
+def report(doc: dict) -> list[str]:
+    """The goals beside their figures and the breadth counts, as printed."""
+    out = ["Issue 29 goals (held-out rows; breadth on all scored rows):"]
+    for label, value, goal, met in goal_rows(doc):
+        out.append(f"  {label:48s} {value:>14s}   goal {goal:14s} "
+                   f"{'met' if met else 'NOT met'}")
+    for v, s in doc["held_out"].get("by_vendor", {}).items():
+        out.append(f"  held out, {v}: {s['rows']} rows, median |error| "
+                   f"{_abs(s['median_abs'])}")
+    c = doc["counts"]
+    for key in ("all", "posed", "scored"):
+        b = c[key]
+        out.append(f"{key}: {b['rows']} rows ({b['held_out']} held out), "
+                   f"{len(b['gpu_types'])} GPU types, engines {', '.join(b['engines'])}, "
+                   f"vendors {', '.join(b['vendors'])}, dense {b['dense']} / MoE {b['moe']}, "
+                   f"modes " + ", ".join(f"{k} {n}" for k, n in b["modes"].items()))
+    out.append(f"posed rows scored: {c['posed_scored']} of {c['posed']['rows']}; not scored: "
+               + "; ".join(f"{k} {n}" for k, n in c["not_scored_by_reason"].items()))
+    return out
 
 
 def main() -> None:
-    OUT.write_text(render())
+    rows = val.table()
+    doc = val.summary_document(rows)
+    OUT.write_text(render(rows, doc))
     summary_path = ROOT / "perfmodel" / val.SUMMARY_FILE
-    summary_path.write_text(summary_json())
-    print(f"wrote {OUT} and {summary_path}")
+    summary_path.write_text(_json(doc))
+    bands_path = ROOT / "perfmodel" / eb.BANDS_FILE
+    bands_path.write_text(_json(eb.build(rows)))
+    print("\n".join(report(doc)))
+    print(f"wrote {OUT}, {summary_path} and {bands_path}")
 
 
 if __name__ == "__main__":

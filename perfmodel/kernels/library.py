@@ -1,18 +1,26 @@
 """The kernel models of one GPU under one engine, with the fallbacks that make every
 catalog or datasheet GPU answerable.
 
-For each operation the model comes from, in order:
+For each operation the model comes from, in order (the rule of
+:mod:`perfmodel.kernels.transfer`):
 
 1. the GPU's own measured system (``GPU.kernel_system``) under the requested engine;
 2. the same system under another engine (trtllm, sglang, vllm in that order) -- the
    database does not hold every op for every engine (vLLM has no kernel-only MLA
    tables, for instance);
-3. the measured system the transfer rule picks (:mod:`perfmodel.kernels.transfer`),
-   requested engine first;
-4. any measured system that has it.
+3. the measured system of the GPU's own vendor the transfer rule picks, requested
+   engine first, then any other measured system of that vendor;
+4. the vendor's kernel priors (:mod:`perfmodel.kernels.priors`), when it ships them --
+   an op they do not price falls back to the op's other forms (bf16 tables), never to
+   another vendor's measurements; only ``moe_imbalance`` (the routing skew of the
+   busiest expert-parallel rank, a property of routing, not of the GPU) comes from the
+   measured GPUs;
+5. only for a vendor with neither measured kernels nor priors: the nearest measured
+   GPU of any vendor, then any measured system that has the op (cross-vendor).
 
-Every fallback is recorded in :attr:`KernelSet.notes`, which ``planner perf`` and the
-plan report print, so a figure resting on another GPU's kernels says so.
+Every op's source and rule is recorded in :attr:`KernelSet.sources` (``planner perf
+--json`` lists them) and every fallback in :attr:`KernelSet.notes`, which ``planner
+perf`` and the plan report print, so a figure resting on another GPU's kernels says so.
 """
 
 from __future__ import annotations
@@ -25,13 +33,16 @@ import numpy as np
 from perfmodel.hardware import GPU
 from perfmodel.kernels import ops, timing
 from perfmodel.kernels.models import CurveModel
+from perfmodel.kernels.priors import PriorTables, priors_for
 from perfmodel.kernels.store import ENGINES, load_system, measured_systems
 from perfmodel.kernels.transfer import (
     comm_source,
     compute_source,
     interconnect_class,
+    same_vendor,
     system_gpu,
 )
+from perfmodel.launch import gpu_vendor
 
 if TYPE_CHECKING:
     from perfmodel.kernels.roofline_set import RooflineKernels
@@ -50,6 +61,11 @@ _COMM_OPS = ("allreduce", "alltoall")
 #:   FlashMLA for DeepSeek; TRT-LLM's rows are its FlashMLA-class kernels.
 _PREFERRED_ENGINE = {"moe": "trtllm", "moe_imbalance": "trtllm", "mla_decode": "trtllm",
                      "mla_context": "trtllm"}
+#: Ops that describe routing rather than a GPU's kernels: a vendor priced from priors
+#: takes them from the measured GPUs (rule 4 of the module docstring).
+_VENDOR_NEUTRAL = ("moe_imbalance",)
+#: The pseudo-system of a vendor's priors in a resolution chain.
+PRIOR = "prior"
 
 
 @dataclass
@@ -57,45 +73,113 @@ class KernelSet:
     gpu: GPU
     engine: str
     notes: list[str] = field(default_factory=list)
+    #: op key -> {"source", "rule", "engine"} of every op resolved (module docstring)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ resolution
-    def _order(self, op: str, first: str) -> list[tuple[str, str]]:
+    def _order(self, op: str, first: str) -> list[tuple[str, str, str]]:
+        """(system, engine, rule) in the order the rule consults them (module
+        docstring); system :data:`PRIOR` stands for the vendor's priors."""
         systems = measured_systems()
-        chain = []
-        own = self.gpu.kernel_system if self.gpu.kernel_system in systems else ""
         engines = [first] + [e for e in ENGINES if e != first]
+        own = self.gpu.kernel_system if self.gpu.kernel_system in systems else ""
+        chain: list[tuple[str, str, str]] = []
         if own:
-            chain += [(own, e) for e in engines]
+            chain += [(own, e, "measured") for e in engines]
+        others = [s for s in systems if s != own]
         pick = comm_source if op in _COMM_OPS else compute_source
-        src = pick(self.gpu, [s for s in systems if s != own])
-        if src:
-            chain += [(src, e) for e in engines]
-        chain += [(s, e) for s in systems for e in engines if s not in (own, src)]
+        src = pick(self.gpu, others)
+        kin = [s for s in same_vendor(self.gpu, others) if s != src]
+        chain += [(s, e, "transfer") for s in ([src] if src else []) + kin for e in engines]
+        if not own and src is None and self._priors() is not None:
+            chain.append((PRIOR, self.engine, "vendor prior"))
+            if op not in _VENDOR_NEUTRAL:
+                return chain
+            rule = "vendor-neutral transfer"
+        else:
+            rule = "cross-vendor transfer"
+        far = pick(self.gpu, others, any_vendor=True)
+        seen = {own, src, *kin}
+        rest = ([far] if far and far not in seen else []) + [
+            s for s in systems if s not in seen and s != far]
+        chain += [(s, e, rule) for s in rest for e in engines]
         return chain
+
+    def _priors(self) -> PriorTables | None:
+        if "_priors" not in self._cache:
+            self._cache["_priors"] = priors_for(self.gpu)
+        return self._cache["_priors"]
+
+    def _lookup(self, system: str, engine: str, key: str):
+        """The model of ``key`` in one link of the chain (None if it has none)."""
+        if system == PRIOR:
+            priors = self._priors()
+            return priors.get(key) if priors else None
+        tables = load_system(system)
+        return tables.get(engine, key) if tables else None
+
+    def _source_text(self, system: str, engine: str, rule: str) -> str:
+        if system == PRIOR:
+            priors = self._priors()
+            return priors.label if priors else PRIOR
+        g = system_gpu(system)
+        name = g.name if g else system
+        if rule == "measured":
+            return f"measured {name}"
+        vendor = gpu_vendor(g) if g else "?"
+        arch = (g.arch if g else "") or "?"
+        if rule == "transfer":
+            return f"{name} (same vendor, {arch})"
+        return f"{name} ({vendor}, {arch})"
+
+    def describe(self, key: str) -> dict[str, str] | None:
+        """{"source", "rule", "engine"} of op ``key`` -- where :meth:`resolve` would take
+        it from -- without resolving it (no note, no cache); None if nothing has it."""
+        if key in self.sources:
+            return dict(self.sources[key])
+        op = key.split(":")[0]
+        first = _PREFERRED_ENGINE.get(op, self.engine)
+        for system, engine, rule in self._order(op, first):
+            if self._lookup(system, engine, key) is not None:
+                if rule == "measured" and engine != first:
+                    rule = "measured, other engine"
+                return {"source": self._source_text(system, engine, rule), "rule": rule,
+                        "engine": engine}
+        return None
 
     def model(self, key: str):
         """The fitted model for op ``key`` (``store`` keys), or None if no system has it."""
         return self.resolve(key)[0]
 
     def resolve(self, key: str, own: bool = False):
-        """(model, measured system, engine) of op ``key``; (None, "", "") if none.
-        ``own``: the engine's own kernel, even where another engine's is preferred."""
+        """(model, measured system, engine) of op ``key``; (None, "", "") if none.  The
+        system of a vendor prior is :data:`PRIOR`.  ``own``: the engine's own kernel,
+        even where another engine's is preferred."""
         cache_key = (key, own)
         if cache_key in self._cache:
             return self._cache[cache_key]
         op = key.split(":")[0]
         first = self.engine if own else _PREFERRED_ENGINE.get(op, self.engine)
         found = (None, "", "")
-        for system, engine in self._order(op, first):
-            tables = load_system(system)
-            m = tables.get(engine, key) if tables else None
+        for system, engine, rule in self._order(op, first):
+            m = self._lookup(system, engine, key)
             if m is None:
                 continue
-            assert tables is not None  # m is None whenever tables is
             found = (m, system, engine)
-            if system != self.gpu.kernel_system or engine != first:
-                src = tables.gpu if system != self.gpu.kernel_system else self.gpu.name
+            if rule == "measured" and engine != first:
+                rule = "measured, other engine"
+            if not own:
+                self.sources[key] = {"source": self._source_text(system, engine, rule),
+                                     "rule": rule, "engine": engine}
+            if system == PRIOR:
+                note = f"{key} from {self._source_text(system, engine, rule)}"
+                if note not in self.notes:
+                    self.notes.append(note)
+            elif system != self.gpu.kernel_system or engine != first:
+                tables = load_system(system)
+                src = tables.gpu if tables and system != self.gpu.kernel_system \
+                    else self.gpu.name
                 why = "transferred from" if system != self.gpu.kernel_system else "from"
                 note = f"{key} {why} {src} under {engine}"
                 if note not in self.notes:
@@ -216,19 +300,20 @@ class KernelSet:
         measured on (all counts from the same system as the 2-GPU curve)."""
         if "_curves" not in self._cache:
             _, system, engine = self.resolve("allreduce:2")
-            tables = load_system(system) if system else None
             curves = {}
             # PCIe-class systems: the database measured 4 and 8 GPUs across CPU sockets
             # without peer-to-peer (L40S 20 -> 5 -> 1.5 GB/s bus bandwidth); a server whose
             # GPUs share PCIe switches -- what the catalog's per-GPU link describes --
             # scales as a ring from the 2-GPU measurement (timing.allreduce_time).
             counts = (2,) if interconnect_class(self.gpu) == "pcie" else (2, 4, 8, 16)
-            if tables:
+            if system:
                 for n in counts:
-                    m = tables.get(engine, f"allreduce:{n}")
+                    m = self._lookup(system, engine, f"allreduce:{n}")
                     if m is not None:
                         curves[n] = m
-            link = _system_link(system) or self.gpu.scaleup_gbps
+            priors = self._priors() if system == PRIOR else None
+            link = (priors.link_gbps if priors else _system_link(system)) \
+                or self.gpu.scaleup_gbps
             self._cache["_curves"] = (curves, link)
         return self._cache["_curves"]
 

@@ -1,30 +1,38 @@
-"""Which measured GPU's kernel fits to use for a GPU the database does not cover.
+"""Where a GPU without measured kernels gets its kernel timings (issue 29).
 
 The fitted efficiencies are functions of an op's shape; evaluated with the target GPU's
 own datasheet (peak, bandwidth, SM count) they give the target's times: the ideal
 compute and memory times move, the kernel's measured excess over them is kept
 (:meth:`perfmodel.kernels.models.EfficiencyModel.time_on`).  What transfers well is
-therefore an architecture that executes the same kernels in the same way, so the rule
-is:
+therefore an architecture that executes the same kernels in the same way -- the same
+vendor's compilers, libraries and memory system first.  The rule:
 
-* **compute ops** (GEMM, MoE, attention): the measured GPU minimising
+1. **measured** -- the GPU's own measured system;
+2. **transfer** -- else the nearest measured architecture *of the GPU's own vendor*:
 
-      2 [different architecture family] + 1 [same family, different generation]
-      + |log2(ridge_t / ridge_s)| + 0.5 |log2(SMs_t / SMs_s)|
+   * compute ops (GEMM, MoE, attention): the measured GPU minimising
 
-  -- same architecture first, then the closest ridge point (where memory- and
-  compute-bound ops change over), then the closest SM count (how many tiles fill a
-  wave).  H800 and H20 map to Hopper (H100 and H200), Rubin to Blackwell Ultra; an
-  AMD part, with no measured AMD system to go to, lands on the NVIDIA part of the
-  nearest ridge and SM count (RTX-PRO-6000 for MI300X) -- a transfer across vendors that
-  nothing validates, which :func:`provenance` says (issue 29);
-* **communication** (all-reduce, expert all-to-all): the measured GPU with the same
-  interconnect class (NVLink-class scale-up >= 150 GB/s, else PCIe) minimising
-  ``|log2 link ratio| + 1 [other architecture family]`` (latency floors are the
-  architecture's); the bandwidth term is then rescaled to the target's links.
+         2 [different architecture family] + 1 [same family, different generation]
+         + |log2(ridge_t / ridge_s)| + 0.5 |log2(SMs_t / SMs_s)|
 
-The held-out validation of this rule (predict H200 from H100, B300 from B200, L40S
-from A100) is in ``docs/validation.md``.
+     -- same architecture first, then the closest ridge point (where memory- and
+     compute-bound ops change over), then the closest SM count (how many tiles fill a
+     wave).  H800 and H20 map to Hopper (H100 and H200), Rubin to Blackwell;
+   * communication (all-reduce, expert all-to-all): the measured GPU with the same
+     interconnect class (NVLink-class scale-up >= 150 GB/s, else PCIe) minimising
+     ``|log2 link ratio| + 1 [other architecture family]`` (latency floors are the
+     architecture's); the bandwidth term is then rescaled to the target's links;
+
+3. **vendor prior** -- else, where the vendor ships kernel priors derived from its
+   published kernel figures (``perfmodel/data/kernels/priors_<vendor>.yaml``,
+   :mod:`perfmodel.kernels.priors`), those: AMD today, with no measured AMD system;
+4. **cross-vendor transfer** -- else (a vendor with neither) the same distance over
+   every measured GPU, which lands on another vendor's part: a transfer nothing
+   validates, which :func:`provenance` says (``cross_vendor``).
+
+The held-out validation of the transfer (predict H200 from H100, B300 from B200, L40S
+from A100) is in ``docs/validation.md``; the priors' check against published figures
+not used to set them is in ``docs/perfmodel.md`` ("AMD kernel priors").
 """
 
 from __future__ import annotations
@@ -80,17 +88,28 @@ def _candidates(systems: Iterable[str]) -> list[tuple[str, GPU]]:
     return out
 
 
-def compute_source(target: GPU, systems: Iterable[str]) -> str | None:
-    """Measured system whose compute-op fits transfer best to ``target``."""
-    cands = _candidates(systems)
+def same_vendor(target: GPU, systems: Iterable[str]) -> list[str]:
+    """The measured systems of ``target``'s vendor."""
+    vendor = gpu_vendor(target)
+    return [s for s, g in _candidates(systems) if gpu_vendor(g) == vendor]
+
+
+def compute_source(target: GPU, systems: Iterable[str], any_vendor: bool = False
+                   ) -> str | None:
+    """Measured system of ``target``'s vendor whose compute-op fits transfer best to it
+    (None when its vendor has none); ``any_vendor``: over every system (the
+    cross-vendor fallback of rule 4)."""
+    cands = _candidates(systems if any_vendor else same_vendor(target, systems))
     if not cands:
         return None
     return min(cands, key=lambda sg: (compute_distance(target, sg[1]), sg[0]))[0]
 
 
-def comm_source(target: GPU, systems: Iterable[str]) -> str | None:
-    """Measured system whose communication fits transfer best to ``target``."""
-    cands = _candidates(systems)
+def comm_source(target: GPU, systems: Iterable[str], any_vendor: bool = False
+                ) -> str | None:
+    """Measured system of ``target``'s vendor whose communication fits transfer best to
+    it (``any_vendor``: over every system)."""
+    cands = _candidates(systems if any_vendor else same_vendor(target, systems))
     if not cands:
         return None
     same = [sg for sg in cands if interconnect_class(sg[1]) == interconnect_class(target)]
@@ -105,8 +124,9 @@ def comm_source(target: GPU, systems: Iterable[str]) -> str | None:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where a GPU's kernel timings come from: its own measured tables, or another
-    measured GPU's efficiencies run at this GPU's datasheet peaks (module docstring)."""
+    """Where a GPU's kernel timings come from (module docstring): its own measured
+    tables, another measured GPU's efficiencies run at this GPU's datasheet peaks, or
+    its vendor's kernel priors."""
 
     gpu: str
     vendor: str
@@ -114,6 +134,7 @@ class Provenance:
     compute_from: str | None  # catalog GPU whose compute fits are used (None: own / none)
     compute_vendor: str | None
     comm_from: str | None
+    prior: str | None = None  # the vendor's priors file, when they price the GPU
 
     @property
     def cross_vendor(self) -> bool:
@@ -121,9 +142,25 @@ class Provenance:
         library and memory system, which the transfer rule was never validated across."""
         return self.compute_vendor is not None and self.compute_vendor != self.vendor
 
+    @property
+    def rule(self) -> str:
+        """``measured``, ``transfer``, ``vendor prior``, ``cross-vendor transfer`` or
+        ``none`` (nothing measured to transfer from)."""
+        if self.measured:
+            return "measured"
+        if self.prior:
+            return "vendor prior"
+        if self.compute_from is None:
+            return "none"
+        return "cross-vendor transfer" if self.cross_vendor else "transfer"
+
     def sentence(self) -> str:
         if self.measured:
             return f"{self.gpu}: measured kernels"
+        if self.prior:
+            return (f"{self.gpu}: no measured kernels; priced from {self.vendor.upper()} "
+                    f"kernel priors ({self.prior}), set from {self.vendor.upper()}'s "
+                    "published kernel figures and checked against others")
         if self.compute_from is None:
             return f"{self.gpu}: no measured kernels to transfer from"
         text = (f"{self.gpu}: no measured kernels; compute efficiencies transferred from "
@@ -135,9 +172,24 @@ class Provenance:
                      f"{self.vendor.upper()} GPU: unvalidated for its vendor")
         return text
 
+    def label(self) -> str:
+        """Short form for a catalog column: ``measured``, ``transferred from H200``,
+        ``vendor prior (priors_amd.yaml)``, ``cross-vendor: RTX-PRO-6000``."""
+        rule = self.rule
+        if rule == "measured":
+            return "measured"
+        if rule == "vendor prior":
+            return f"vendor prior ({self.prior})"
+        if rule == "transfer":
+            return f"transferred from {self.compute_from}"
+        if rule == "cross-vendor transfer":
+            return f"cross-vendor: transferred from {self.compute_from}"
+        return "none"
+
 
 def provenance(gpu: GPU) -> Provenance:
     """:class:`Provenance` of ``gpu`` under the rule of this module."""
+    from perfmodel.kernels.priors import has_priors, prior_file
     from perfmodel.kernels.store import measured_systems
 
     systems = measured_systems()
@@ -146,6 +198,11 @@ def provenance(gpu: GPU) -> Provenance:
         return Provenance(gpu.name, vendor, True, None, None, None)
     others = [s for s in systems if s != gpu.kernel_system]
     comp, comm = compute_source(gpu, others), comm_source(gpu, others)
+    if comp is None and has_priors(vendor):
+        return Provenance(gpu.name, vendor, False, None, None, None, prior_file(vendor))
+    if comp is None:  # rule 4: no measured part and no priors of its vendor
+        comp = compute_source(gpu, others, any_vendor=True)
+        comm = comm or comm_source(gpu, others, any_vendor=True)
     comp_gpu = system_gpu(comp) if comp else None
     comm_gpu = system_gpu(comm) if comm else None
     return Provenance(gpu.name, vendor, False, comp_gpu.name if comp_gpu else None,

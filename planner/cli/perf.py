@@ -7,7 +7,14 @@ Disaggregated (default): the best prefill and the best decode configuration of t
 island, each with its throughput and the latency that goes with it (TTFT of a prefill
 pass, TPOT of the decode batch) -- one step time for both.  Aggregated (``--mode agg``):
 one configuration running both phases with in-flight batching and chunked prefill.
-``--json`` adds the per-operation breakdown of one prefill pass and one decode step.
+``--json`` adds the per-operation breakdown of one prefill pass and one decode step, and
+where each operation's kernel timings come from (``kernel_ops``: measured, transferred
+from a GPU of the same vendor, or the vendor's kernel priors).  ``--list-gpus`` lists the
+GPU catalog with the source of each GPU's kernels.
+
+Without ``--engine`` a GPU is priced with its vendor's engine (TensorRT-LLM on NVIDIA,
+vLLM on AMD and Intel: ``perfmodel.launch.VENDOR_ENGINE``); an engine that does not run
+on the GPU's vendor (``--engine trtllm`` on an MI300X) is a usage error, exit 2.
 """
 
 from __future__ import annotations
@@ -30,7 +37,16 @@ from perfmodel.collectives import decode_collectives, mixed_collectives, prefill
 from perfmodel.decode import decode_components, mtp_yield, step_model
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from perfmodel.kernels.library import kernels_for
-from perfmodel.launch import engine_slots, layout_violation, slots_text, vendor_violation
+from perfmodel.launch import (
+    default_engine,
+    engine_flag_error,
+    engine_slots,
+    engines_for,
+    gpu_vendor,
+    layout_violation,
+    slots_text,
+)
+from perfmodel.memory import engine_batch_cap
 from perfmodel.parallel import ParallelConfig, enumerate_configs, launch_reason, validate_config
 from perfmodel.prefill import prefill_components
 from planner.cli import values
@@ -40,6 +56,18 @@ from planner.core.defaults import DEFAULT_MODEL
 from planner.core.errors import PlannerError
 
 MODES = ("disagg", "agg")
+
+
+def _limits(gpu, spec, calib) -> dict:
+    """The engine limits this island runs under (defaults or --max-running, --max-tokens,
+    --mem-fraction), resolved for its GPU (perfmodel.engines)."""
+    prof = calib.profile
+    graph = float(np.max(prof.graph_max_on(gpu, 1.0)))
+    return {"max_running": int(engine_batch_cap(gpu, spec, calib)),
+            "max_tokens": prof.prefill_token_budget,
+            "memory_rule": prof.memory_rule,
+            "memory_fraction_tp1": prof.memory_fraction_on(gpu, 1.0),
+            "cuda_graph_max_batch_tp1": graph if np.isfinite(graph) else None}
 
 
 def _col(x: float) -> np.ndarray:
@@ -132,7 +160,65 @@ def _provenance(gpu) -> dict:
     from perfmodel.kernels.transfer import provenance
 
     p = provenance(gpu)
-    return {**asdict(p), "cross_vendor": p.cross_vendor, "sentence": p.sentence()}
+    return {**asdict(p), "rule": p.rule, "cross_vendor": p.cross_vendor,
+            "sentence": p.sentence()}
+
+
+#: One op key per family, named in ``kernel_ops`` even when the model did not use it.
+OP_FAMILIES = (("gemm", "gemm:bf16"), ("moe", "moe:bf16"),
+               ("moe_imbalance", "moe_imbalance"),
+               ("context_attention", "context_attention:bf16"),
+               ("decode_attention", "decode_attention:bf16"),
+               ("mla_context", "mla_context:bf16"), ("mla_decode", "mla_decode:bf16"),
+               ("allreduce", "allreduce:2"), ("alltoall", "alltoall:normal:dispatch"))
+
+
+def _kernel_ops(gpu, engine: str) -> dict[str, dict]:
+    """Source and rule of every op key this GPU and engine resolved (``used``: true),
+    and of one key of each op family it did not (``used``: false) -- e.g.
+    {"gemm:bf16": {"source": "measured H100-SXM", "rule": "measured", "engine":
+    "trtllm", "used": true}, ...}."""
+    ks = kernels_for(gpu, engine)
+    if not hasattr(ks, "sources"):  # the thesis's rooflines
+        return {key: {"source": "roofline (thesis constants)", "rule": "roofline",
+                      "engine": engine, "used": True} for _, key in OP_FAMILIES}
+    out = {key: {**info, "used": True} for key, info in sorted(ks.sources.items())}
+    for family, key in OP_FAMILIES:
+        if any(k.split(":")[0] == family for k in out):
+            continue
+        info = ks.describe(key)
+        out[key] = {**(info or {"source": "none", "rule": "none", "engine": ""}),
+                    "used": False}
+    return out
+
+
+def _catalog_rows() -> list[dict]:
+    """The GPU catalog with where each GPU's kernel timings come from."""
+    from perfmodel.hardware import gpu_catalog
+    from perfmodel.kernels.transfer import provenance
+
+    rows = []
+    for name, g in gpu_catalog().items():
+        p = provenance(g)
+        rows.append({"gpu": name, "vendor": gpu_vendor(g), "arch": g.arch,
+                     "kernels": p.label(), "rule": p.rule, "compute_from": p.compute_from,
+                     "prior": p.prior, "default_engine": default_engine(g),
+                     "engines": list(engines_for(g))})
+    return rows
+
+
+def _print_catalog(as_json: bool) -> None:
+    rows = _catalog_rows()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    out = Table(title="GPU catalog: where each GPU's kernel timings come from")
+    for col in ("GPU", "vendor", "arch", "kernels", "engines (default first)"):
+        out.add_column(col)
+    for r in rows:
+        engines = [r["default_engine"]] + [e for e in r["engines"] if e != r["default_engine"]]
+        out.add_row(r["gpu"], r["vendor"], r["arch"], r["kernels"], ", ".join(engines))
+    results_console().print(out)
 
 
 def perf(
@@ -151,8 +237,10 @@ def perf(
                                      show_default="the model's"),
     kv_dtype: str = typer.Option(None, help="Override KV-cache dtype (fp8/bf16).",
                                  show_default="the model's"),
-    engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
-                               f"and behaviour are used. {ENGINES.help()}."),
+    engine: str = typer.Option(None, help="Serving engine whose measured kernels and "
+                               f"behaviour are used. {ENGINES.help()}.",
+                               show_default=f"{DEFAULT_ENGINE} on NVIDIA GPUs, vllm on AMD "
+                               "and Intel"),
     mode: str = typer.Option("disagg", help="disagg (prefill and decode islands) or agg "
                              "(one island, both phases, in-flight batching)."),
     tp: int = typer.Option(None, help="Pin tensor parallelism (with --dp, --ep).",
@@ -161,6 +249,9 @@ def perf(
                            show_default="the best"),
     ep: int = typer.Option(None, help="Pin expert parallelism (divides --gpus; 1 for dense).",
                            show_default="the best"),
+    max_running: int = values.max_running_option(),
+    max_tokens: int = values.max_tokens_option(),
+    mem_fraction: float = values.mem_fraction_option(),
     mtp_acceptance: float = typer.Option(0.0, help="Multi-token prediction: acceptance rate "
                                          "of each draft token, 0..1 (0: off)."),
     mtp_draft: int = typer.Option(1, help="Multi-token prediction: draft tokens per step."),
@@ -171,9 +262,16 @@ def perf(
     csv_path: Path = typer.Option(None, "--csv", help="Write a sweep over input lengths here.",
                                   show_default="no sweep"),
     max_input: int = typer.Option(8192, help="Longest input of the --csv sweep."),
+    list_gpus: bool = typer.Option(False, "--list-gpus", help="List the GPU catalog with "
+                                   "where each GPU's kernel timings come from (measured, "
+                                   "transferred from a GPU of its vendor, or its vendor's "
+                                   "priors) and the engines that run on it, then exit."),
 ) -> None:
     """Best prefill and decode configurations of one island, with their throughput and
     the TTFT and TPOT that go with it."""
+    if list_gpus:
+        _print_catalog(as_json)
+        return
     values.number(gpus, "--gpus", integer=True, ge=1, le=values.MAX_ISLAND_GPUS)
     values.length(input_len, "--input")
     values.length(output_len, "--output")
@@ -195,13 +293,15 @@ def perf(
     spec = values.naming("--weight-dtype", spec.with_dtypes, weight_dtype, None)
     spec = values.naming("--kv-dtype", spec.with_dtypes, None, kv_dtype)
     gpu_spec = values.naming("--gpu", get_gpu, gpu)
-    prof = values.naming("--engine", get_engine, engine)
+    prof = values.naming("--engine", get_engine,
+                         engine if engine is not None else default_engine(gpu_spec))
     calib = Calibration(engine=prof.name, mtp_acceptance=mtp_acceptance,
-                        mtp_draft_tokens=mtp_draft, fp8_attention=fp8_attention)
+                        mtp_draft_tokens=mtp_draft, fp8_attention=fp8_attention).with_limits(
+        values.engine_limits(max_running, max_tokens, mem_fraction))
     configs = None
-    wrong_vendor = vendor_violation(prof.name, gpu_spec)
+    wrong_vendor = engine_flag_error(prof.name, gpu_spec)
     if wrong_vendor:
-        raise PlannerError(f"--engine {prof.name}: {wrong_vendor}")
+        raise PlannerError(wrong_vendor)
     for value, flag in ((tp, "--tp"), (dp, "--dp"), (ep, "--ep")):
         if value is not None and (value < 1 or gpus % value):
             raise PlannerError(f"{flag} {value} must be a divisor of --gpus {gpus}")
@@ -219,7 +319,8 @@ def perf(
     header = {"gpu": gpu_spec.name, "gpus": gpus, "model": spec.name, "engine": prof.name,
               "engine_label": prof.label, "mode": mode, "input": input_len,
               "output": output_len, "hit_rate": hit_rate,
-              "mtp_acceptance": mtp_acceptance, "mtp_draft": mtp_draft if mtp_acceptance else 0}
+              "mtp_acceptance": mtp_acceptance, "mtp_draft": mtp_draft if mtp_acceptance else 0,
+              "engine_limits": _limits(gpu_spec, spec, calib)}
     if mode == "agg":
         _perf_agg(gpu_spec, gpus, spec, calib, configs, input_len, output_len, hit_rate,
                   ttft_ms, tpot_ms, header, notes, as_json)
@@ -238,7 +339,8 @@ def perf(
         doc = {**header, "phases": rows,
                "breakdown": _breakdowns(gpu_spec, spec, calib, rows, table, input_len,
                                         float(output_len), hit_rate),
-               "kernel_sources": list(notes), "kernel_provenance": _provenance(gpu_spec)}
+               "kernel_sources": list(notes), "kernel_provenance": _provenance(gpu_spec),
+               "kernel_ops": _kernel_ops(gpu_spec, prof.name)}
         print(json.dumps(doc, indent=2))
         if not any(row["config"] for row in rows):
             raise typer.Exit(1)
@@ -311,7 +413,8 @@ def _perf_agg(gpu, gpus, spec, calib, configs, s, d, hit_rate, ttft_ms, tpot_ms,
                                   gpu, spec, cfg.tp, cfg.dp, cfg.ep, calib, pt.batch, s, d,
                                   hit_rate)}},
                           "kernel_sources": list(notes),
-                          "kernel_provenance": _provenance(gpu)}, indent=2))
+                          "kernel_provenance": _provenance(gpu),
+                          "kernel_ops": _kernel_ops(gpu, calib.engine)}, indent=2))
         return
     console = results_console()
     out = Table(title=f"{spec.name} on {gpus} x {gpu.name} ({calib.profile.label}), aggregated: "

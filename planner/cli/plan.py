@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from perfmodel import SLO, get_model
+from perfmodel.calibration import PLAN_AT
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from planner.cli import values
 from planner.cli.console import results_console
@@ -127,6 +128,12 @@ def plan(
     resume: bool = typer.Option(False, help="Resume an interrupted search in --out."),
     engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
                                f"and behaviour the perf model uses. {ENGINES.help()}."),
+    max_running: int = values.max_running_option(),
+    max_tokens: int = values.max_tokens_option(),
+    mem_fraction: float = values.mem_fraction_option(),
+    plan_at: str = typer.Option("point", "--plan-at", help="Plan against the perf model's "
+                                "figures (point) or the pessimistic bound of each island's "
+                                "held-out error band (p10; docs/validation.md)."),
     workers: int = values.workers_option("Score each batch of a BO or random search's "
                                          "proposals side by side"),
     ray_address: str = values.ray_address_option(),
@@ -158,6 +165,9 @@ def plan(
     if resume and out is None:
         raise PlannerError("--resume needs the --out folder of the interrupted run")
     engine = values.naming("--engine", get_engine, engine).name
+    limits = values.engine_limits(max_running, max_tokens, mem_fraction)
+    if plan_at not in PLAN_AT:
+        raise PlannerError(f"--plan-at must be one of {', '.join(PLAN_AT)}, got {plan_at!r}")
     values.naming("--model", get_model, model)
     values.naming("--workload", load_workload, workload)
     inv = load_inventory(inventory)
@@ -169,6 +179,7 @@ def plan(
                       search_options=options,
                       compare_homogeneous=homogeneous, compare_exact=exact,
                       exact_time_limit=exact_time_limit, engine=engine,
+                      engine_limits=limits, plan_at=plan_at,
                       objective=objective, colocated=colocated,
                       island_granularity=island_granularity)
     run_dir = Path(out) if out is not None else _default_out(inventory, workload)

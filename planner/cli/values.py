@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from perfmodel.engines import EngineLimits
 from perfmodel.errors import at, check_number
 from planner.core.defaults import (
     MAX_ISLAND_GPUS,
@@ -60,6 +61,32 @@ def workers_option(work: str) -> Any:
     return typer.Option(None, help=f"{work} on a local Ray with this many workers (the ray "
                         "extra: pip install -e '.[ray]'); the results are the serial ones.",
                         show_default="1: in this process")
+
+
+def max_running_option() -> Any:
+    return typer.Option(None, "--max-running", help="Most requests one engine scheduler "
+                        "(attention group) runs at once: vLLM --max-num-seqs, SGLang "
+                        "--max-running-requests per DP rank, TRT-LLM --max_batch_size.",
+                        show_default="the engine's (docs/perfmodel.md)")
+
+
+def max_tokens_option() -> Any:
+    return typer.Option(None, "--max-tokens", help="Most tokens per engine iteration "
+                        "(vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size, "
+                        "TRT-LLM --max_num_tokens).", show_default="the engine's: 8192")
+
+
+def mem_fraction_option() -> Any:
+    return typer.Option(None, "--mem-fraction", help="The engine's memory fraction, in "
+                        "(0, 1]: vLLM --gpu-memory-utilization, SGLang "
+                        "--mem-fraction-static, TRT-LLM free_gpu_memory_fraction.",
+                        show_default="the engine's")
+
+
+def engine_limits(max_running: Any, max_tokens: Any, mem_fraction: Any) -> EngineLimits:
+    """The run's engine-limit overrides, each checked against what the engine accepts
+    (one line naming the flag, exit 2)."""
+    return EngineLimits(max_running, max_tokens, mem_fraction).checked()
 
 
 def ray_address_option() -> Any:

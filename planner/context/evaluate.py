@@ -48,7 +48,7 @@ from perfmodel import (
     get_model,
 )
 from perfmodel.colocated import colocated_table
-from perfmodel.engines import get_engine
+from perfmodel.engines import EngineLimits, get_engine
 from perfmodel.island import PhaseTable
 from perfmodel.timing import kv_bytes_per_token_per_gpu
 from planner.core.defaults import (
@@ -104,7 +104,9 @@ class PlanningContext:
     def build(cls, *, model: str, workload: str | Workload, ranges: int,
               gpus: Mapping[str, GPU], slo: SLO, engine: str,
               network: Mapping[str, Any] | None = None, thesis: bool = False,
-              colocated: bool = False) -> PlanningContext:
+              colocated: bool = False,
+              limits: EngineLimits | None = None,
+              plan_at: str = "point") -> PlanningContext:
         """The one place a planning context is assembled from what a user names: the
         model and workload (a name, or a built workload such as a what-if mix), the
         range count, the GPUs at their prices, the SLO, the engine (its calibration)
@@ -126,7 +128,8 @@ class PlanningContext:
         table = make_ranges(w, count=ranges)
         get_engine(engine)  # a clear error for an unknown name
         return cls(spec, w, table, dict(gpus), slo,
-                   Calibration(engine=engine),
+                   replace(Calibration(engine=engine).with_limits(limits or EngineLimits()),
+                           plan_at=plan_at),
                    None if thesis else parse_network(network, "inventory network"),
                    thesis=thesis, colocated=colocated)
 
@@ -141,6 +144,7 @@ class PlanningContext:
         ctx = cls.build(model=req.model, workload=req.workload, ranges=req.ranges,
                         gpus=gpus, slo=req.slo,
                         engine=req.engine, network=req.inventory.network,
+                        limits=req.engine_limits, plan_at=req.plan_at,
                         thesis=req.thesis, colocated=req.offers_colocated)
         if server:
             ctx = replace(ctx, servers={e.name: e.shape for e in req.inventory.entries})

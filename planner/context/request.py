@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfmodel import SLO, get_model
-from perfmodel.engines import DEFAULT_ENGINE
+from perfmodel.engines import DEFAULT_ENGINE, EngineLimits
 from planner.core.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.fleet.inventory import Inventory
 from planner.outer.protocol import SearchSpace
@@ -35,6 +35,11 @@ class PlanRequest:
     compare_exact: bool = True
     exact_time_limit: float = 600.0  # a safety net: exact solves stop on a node limit
     engine: str = DEFAULT_ENGINE
+    #: Overrides of the engine's limits (--max-running, --max-tokens, --mem-fraction).
+    engine_limits: EngineLimits = field(default_factory=EngineLimits)
+    #: "point" (the perf model's figures) or "p10" (every island derated to the
+    #: pessimistic bound of its class's held-out error band; planner.capacity_band).
+    plan_at: str = "point"
     #: Seed 002's own formulation, for reproducing its tables: range rates at the range
     #: midpoints, no KV-transfer limit (planner.context.evaluate), no SLO.
     thesis: bool = False
@@ -71,6 +76,7 @@ class PlanRequest:
                 "workload": self.workload, "budget": self.budget,
                 "target_rps": self.target_rps, "search": self.search, "inner": self.inner,
                 "seed": self.seed, "ranges": self.ranges, "engine": self.engine,
+                "engine_limits": self.engine_limits.to_dict(), "plan_at": self.plan_at,
                 "thesis": self.thesis, "objective": self.objective,
                 "colocated": self.colocated, "island_granularity": self.island_granularity,
                 "slo": {"ttft_ms": self.slo.ttft_ms, "tpot_ms": self.slo.tpot_ms},

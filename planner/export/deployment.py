@@ -37,7 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from perfmodel.engines import ENGINES, EngineProfile
+from perfmodel.engines import ENGINES, EngineLimits, EngineProfile
 from perfmodel.hardware import GPU
 from perfmodel.launch import engine_slots, gpu_vendor, layout_violation, vendor_violation
 from perfmodel.models import ModelSpec, get_model
@@ -171,7 +171,9 @@ def _engine(plan: Mapping[str, Any], source: str) -> EngineProfile:
     if key not in ENGINES or key not in LAUNCHABLE:
         raise _fail(source, "request.engine", f"names {name!r}, which is not an engine "
                     f"export launches ({', '.join(LAUNCHABLE)})")
-    return ENGINES[key]
+    limits = EngineLimits.from_dict(plan["request"].get("engine_limits"),
+                                    f"{source}: request.engine_limits")
+    return ENGINES[key].with_limits(limits)
 
 
 def _model(plan: Mapping[str, Any], source: str) -> ModelSpec:

@@ -28,7 +28,8 @@ The flags are those of the engine versions the perf model prices (``perfmodel.en
 * **TensorRT-LLM 1.3** (``trtllm-serve``): ``--tp_size`` is every GPU (with
   ``enable_attention_dp`` attention runs DP on every rank), ``--ep_size``,
   ``--max_batch_size`` (per rank) and ``--max_num_tokens``,
-  ``--kv_cache_free_gpu_memory_fraction`` the profile's KV share of free memory; the rest
+  ``--kv_cache_free_gpu_memory_fraction`` the profile's share of the memory weights and
+  activations leave; the rest
   in the ``--extra_llm_api_options`` YAML: ``moe_tensor_parallel_size``,
   ``moe_config.load_balancer.num_slots`` for redundant experts (with the WIDEEP MoE
   backend), ``cache_transceiver_config`` (NIXL) for PD roles and
@@ -143,7 +144,7 @@ def sglang(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
         args += ["--ep-size", str(isl.ep)]
     if isl.redundant_experts:
         args += ["--enable-eplb", "--ep-num-redundant-experts", str(isl.redundant_experts)]
-    args += ["--mem-fraction-static", f"{dep.engine.memory_fraction:g}",
+    args += ["--mem-fraction-static", f"{dep.engine.memory_fraction_on(isl.gpu, isl.tp):g}",
              "--max-running-requests", str(isl.batch * per_server)]
     if isl.token_budget:
         args += ["--chunked-prefill-size", str(isl.token_budget * per_server)]
@@ -167,7 +168,7 @@ def vllm(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
         args += ["--data-parallel-size", str(isl.dp)]
     if moe and isl.ep > 1:
         args += ["--enable-expert-parallel"]  # ep == tp x dp (perfmodel.launch rules)
-    args += ["--gpu-memory-utilization", f"{dep.engine.memory_fraction:g}",
+    args += ["--gpu-memory-utilization", f"{dep.engine.memory_fraction_on(isl.gpu, isl.tp):g}",
              "--max-num-seqs", str(isl.batch)]
     if isl.token_budget:
         args += ["--max-num-batched-tokens", str(isl.token_budget), "--enable-chunked-prefill"]
@@ -209,7 +210,8 @@ def trtllm(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
     args += ["--max_batch_size", str(isl.batch)]
     if isl.token_budget:
         args += ["--max_num_tokens", str(isl.token_budget)]
-    args += ["--kv_cache_free_gpu_memory_fraction", f"{dep.engine.kv_free_fraction:g}",
+    free = dep.engine.memory_fraction_on(isl.gpu, isl.tp)
+    args += ["--kv_cache_free_gpu_memory_fraction", f"{free:g}",
              "--extra_llm_api_options", f"$CONFIG_DIR/{config_name}"]
     config: dict[str, Any] = {"enable_attention_dp": isl.dp > 1}
     if moe:
@@ -218,7 +220,7 @@ def trtllm(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
         if isl.redundant_experts:
             config["moe_config"] = {"backend": "WIDEEP",
                                     "load_balancer": {"num_slots": isl.expert_slots}}
-    config["kv_cache_config"] = {"free_gpu_memory_fraction": dep.engine.kv_free_fraction}
+    config["kv_cache_config"] = {"free_gpu_memory_fraction": free}
     if isl.token_budget:
         config["enable_chunked_prefill"] = True
     if dep.disaggregated and isl.role in ("prefill", "decode"):

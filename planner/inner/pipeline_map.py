@@ -191,7 +191,8 @@ def operating_point(gpu: GPU, model: ModelSpec, wl: PipelineWorkload, tp: int, d
     frac = blocks / model.layers
     kv = float(timing.kv_bytes_per_token_per_gpu) * frac * (
         wl.input_reserve + wl.output_reserve)
-    limit = int(float(thesis_batch_rule(np.array([max(usable - frac * weights, 0.0) // kv]))[0]))
+    limit = int(float(thesis_batch_rule(np.array([max(usable - frac * weights, 0.0) // kv]),
+                                        timing.batch_cap)[0]))
     t_pre = float(np.asarray(timing.prefill_s(float(wl.mean_input))).ravel()[0])
     if limit < 1:
         return OperatingPoint(0, blocks, t_pre, math.inf, 0.0)

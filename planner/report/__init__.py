@@ -92,5 +92,10 @@ def render_report(run_dir: Path, extra: Mapping[str, bytes] | None = None,
         raise PlannerError(f"{run_dir}: " + ("is not a folder" if run_dir.exists()
                                              else "no such run folder"))
     plan = load_plan(run_dir / PLAN_FILE)
-    rendered = _render(plan, _simulations(run_dir) if sims is None else sims)
+    try:
+        rendered = _render(plan, _simulations(run_dir) if sims is None else sims)
+    except PlannerError as err:  # a field of plan.json: say which file it is in
+        if PLAN_FILE in str(err):
+            raise
+        raise PlannerError(f"{run_dir / PLAN_FILE}: {err}", exit_code=err.exit_code) from None
     return files.publish({**(extra or {}), **rendered}, run_dir)

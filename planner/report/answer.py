@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfmodel.validation import shipped_summary
+from planner.capacity_band import band_text
 from planner.report.facts import (
     DASH,
     best_alternative,
@@ -116,9 +117,13 @@ def confidence(plan: Mapping[str, Any]) -> str:
     v = shipped_summary()
     mine = [f"{g} {pct(v['by_gpu'][g]['median_abs'], 0)}" for g in used
             if g in v.get("by_gpu", {})]
+    held = v.get("held_out") or {}
     model = (f"the performance model predicts {v['rows']} published serving measurements "
              f"on {v['gpus']} GPU types with a median error of {pct(v['median_abs'], 0)} "
              f"(worst {pct(v['worst_abs'], 0)}"
+             + (f"; on the {held['rows']} held out from any change to it: median "
+                f"{pct(held['median_abs'], 0)}, worst {pct(held['worst_abs'], 0)}"
+                if held.get("rows") else "")
              + (f"; on this plan's GPUs: {', '.join(mine)}" if mine else "")
              + "; docs/validation.md)")
     s = plan["summary"]
@@ -151,8 +156,14 @@ def answer(plan: Mapping[str, Any]) -> list[tuple[str, str]]:
     out = [("Buy or rent", buy),
            ("It costs", f"{money(s['cost_per_hour'])}{of_budget}; "
                         f"{money(s.get('usd_per_million_tokens'), '')} per million tokens")]
-    capacity = (f"{fmt(s['requests_per_s'])} requests/s at the SLO ({_slo_text(plan)}), "
-                f"{fmt(s.get('tokens_per_s'))} tokens/s")
+    capacity = f"{fmt(s['requests_per_s'])} requests/s"
+    band = band_text(plan)
+    if band:
+        capacity += f" ({band} from the perf model's held-out errors on its islands' classes)"
+    if req.get("plan_at") == "p10":
+        capacity += ", planned at the pessimistic (p10) bound of every island"
+    capacity += (f" at the SLO ({_slo_text(plan)}), "
+                 f"{fmt(s.get('tokens_per_s'))} tokens/s")
     lat = _latency_text(plan)
     out.append(("Capacity to budget against", capacity + (f"; {lat}" if lat else "")))
     target = num(req.get("target_rps"))

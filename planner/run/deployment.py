@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
-from perfmodel.engines import get_engine
+from perfmodel.calibration import DEFAULT_CALIBRATION, PLAN_AT, Calibration
+from perfmodel.engines import EngineLimits, get_engine
 from perfmodel.hardware import GPU, get_gpu, resolve_gpu
 from perfmodel.models import ModelSpec, get_model
 from perfmodel.parallel import ParallelConfig
@@ -380,8 +380,9 @@ def _location(loc: Any, where: str) -> Location | None:
     except (KeyError, TypeError, ValueError):
         raise PlannerError(f"{where}.location must have integer pod, rack and node") \
             from None
-    if min(vals) < 0:
-        raise PlannerError(f"{where}.location: indices must be >= 0")
+    for key, v in zip(("pod", "rack", "node"), vals, strict=True):
+        if v < 0:
+            raise PlannerError(f"{where}.location.{key} must be >= 0, got {v}")
     return Location(*vals)
 
 
@@ -409,15 +410,22 @@ def _range_edges(plan: Mapping[str, Any], n_ranges: int) -> np.ndarray:
 
 def plan_calibration(plan: Mapping[str, Any]) -> Calibration:
     """The perf-model calibration a plan was made with: its ``request.engine`` (plans
-    written before engines were recorded used the default)."""
+    written before engines were recorded used the default) under its
+    ``request.engine_limits`` (``--max-running``, ``--max-tokens``, ``--mem-fraction``)."""
     request = plan.get("request") if isinstance(plan, Mapping) else None
-    engine = (request or {}).get("engine") if isinstance(request, Mapping) else None
-    if engine is None:
-        return DEFAULT_CALIBRATION
+    request = request if isinstance(request, Mapping) else {}
+    engine = request.get("engine")
+    limits = EngineLimits.from_dict(request.get("engine_limits"), "plan.request.engine_limits")
+    plan_at = request.get("plan_at", "point")
+    if plan_at not in PLAN_AT:
+        raise PlannerError(f"plan.request.plan_at must be one of {', '.join(PLAN_AT)}, got "
+                           f"{plan_at!r}")
     try:
-        return Calibration(engine=get_engine(str(engine)).name)
+        base = DEFAULT_CALIBRATION if engine is None else Calibration(
+            engine=get_engine(str(engine)).name)
     except PlannerError as err:
         raise PlannerError(f"plan.request.engine: {err}") from None
+    return replace(base.with_limits(limits), plan_at=plan_at)
 
 
 __all__ = ["ROLES", "DeployedIsland", "Deployment", "as_gpu", "as_model", "parse_config",

@@ -115,7 +115,9 @@ class SimSettings:
 
         if self.engine is None:
             return plan_calibration(plan)
-        return Calibration(engine=get_engine(self.engine).name)
+        own = plan_calibration(plan)
+        return replace(Calibration(engine=get_engine(self.engine).name).with_limits(
+            own.limits), plan_at=own.plan_at)
 
     def tag(self) -> str:
         """Folder name of this run inside ``RUN_DIR/simulation``."""
@@ -364,6 +366,8 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
     extra = {}
     if needs_context(inner):  # a chain's prefill groups each batch their own prompts
         extra["prefill_token_budget"] = prefill_token_budget(cluster)
+    elif settings.calibration(plan).profile.prefill_token_budget:  # --max-tokens
+        extra["prefill_token_budget"] = settings.calibration(plan).profile.prefill_token_budget
     result = simulate(cluster, requests, router, seed=settings.seed, warmup_s=warmup,
                       fair_sharing=settings.fair_sharing, progress=progress, **extra)
     if progress is not None:  # the last word: every request accounted for

@@ -47,7 +47,9 @@ def outcome_cell(out: Outcome) -> dict[str, Any]:
             "seconds": out.seconds, "decode_mean": out.decode_mean,
             "analytic_requests_per_s": None if not math.isfinite(out.analytic_requests_per_s)
             else out.analytic_requests_per_s,
-            "capacity": out.capacity, "answer_from": out.answer_from, "why": out.why}
+            "capacity": out.capacity, "answer_from": out.answer_from, "why": out.why,
+            "band": [None if not math.isfinite(x) else x
+                     for x in (out.band_p10_factor, out.band_p90_factor)]}
 
 
 def outcome_from_cell(scenario: Scenario, d: dict[str, Any], source: str) -> Outcome:
@@ -61,7 +63,8 @@ def outcome_from_cell(scenario: Scenario, d: dict[str, Any], source: str) -> Out
                        _nan(d["gap"]), float(d["seconds"]), float(d["decode_mean"]),
                        analytic_requests_per_s=_nan(d["analytic_requests_per_s"]),
                        capacity=str(d["capacity"]), answer_from=str(d["answer_from"]),
-                       why=str(d["why"]))
+                       why=str(d["why"]), band_p10_factor=_nan((d.get("band") or [None])[0]),
+                       band_p90_factor=_nan((d.get("band") or [None, None])[1]))
     except (KeyError, TypeError, ValueError) as err:
         raise PlannerError(f"{source}: not a what-if cell ({err}); delete the folder "
                            "to start afresh") from None

@@ -31,7 +31,8 @@ from planner.whatif.tables import (
 )
 
 CSV_FIELDS = ["study", "scenario", "option", "workload", "budget", "availability",
-              "requests_per_s", "capacity", "analytic_requests_per_s", "correction",
+              "requests_per_s", "capacity", "requests_per_s_p10", "requests_per_s_p90",
+              "analytic_requests_per_s", "correction",
               "vs_base", "vs_mix", "cost_per_hour", "output_tokens_per_s",
               "usd_per_m_output_tokens", "gpus", "islands", "status", "gap", "pareto",
               "seconds", "cached"]

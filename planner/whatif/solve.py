@@ -72,6 +72,19 @@ class Outcome:
     #: alternatives (``summary.answer_from``): its label.
     answer_from: str = ""
     why: str = ""  # NO_PLAN: planner plan's reason
+    #: The headline's error band as factors on ``requests_per_s`` (p10, p90; nan: none):
+    #: ``summary.capacity_band`` of the plan (planner.capacity_band).  Factors, so a
+    #: corrected figure carries its band.
+    band_p10_factor: float = math.nan
+    band_p90_factor: float = math.nan
+
+    @property
+    def requests_per_s_p10(self) -> float:
+        return self.requests_per_s * self.band_p10_factor
+
+    @property
+    def requests_per_s_p90(self) -> float:
+        return self.requests_per_s * self.band_p90_factor
 
     @property
     def gpus(self) -> dict[str, int]:
@@ -138,13 +151,15 @@ def outcome_from_plan(scenario: Scenario, plan: dict[str, Any], solve: str, seco
         why = "the SLO holds at no rate in simulation" if solve == CLOSED else \
             "the plan serves nothing"
     answer = s.get("answer_from")
+    band = s.get("capacity_band") or {}
     return Outcome(scenario, status, max(rate, 0.0), float(s["cost_per_hour"]),
                    tuple((str(i["gpu"]), int(i["size"])) for i in islands),
                    tuple(str(i["role"]) for i in islands), _number(exact.get("bound")),
                    _number(exact.get("gap")), seconds, decode_mean,
                    analytic_requests_per_s=analytic, capacity=capacity,
                    answer_from=str(answer.get("label", "")) if isinstance(answer, dict)
-                   else "", why=why)
+                   else "", why=why, band_p10_factor=_number(band.get("p10_factor")),
+                   band_p90_factor=_number(band.get("p90_factor")))
 
 
 class Cells(Protocol):

@@ -49,6 +49,9 @@ GLOSSARY: dict[str, str] = {
                   "which its closed loop finds the latency targets (SLO) hold in "
                   "simulation (in a sampled study some are corrected analytic figures; "
                   "see 'from')",
+    "p10–p90": "the error band of requests/s: the perf model's 10th-90th percentile "
+               "errors on held-out published measurements of its islands' classes "
+               "(GPU family x engine x phase; docs/validation.md)",
     "analytic": "the performance model's capacity of the same plan, before the closed "
                 "loop (`planner plan`'s analytic figure)",
     "from": "where a scenario's requests/s come from: its own closed loop, or its "
@@ -88,7 +91,7 @@ GLOSSARY: dict[str, str] = {
 
 #: Table headers explained on hover (whatif.html).
 COLUMN_TERMS: dict[str, str] = {
-    h: GLOSSARY[h] for h in ("requests/s", "analytic", "from", "vs base", "vs mix",
+    h: GLOSSARY[h] for h in ("requests/s", "p10–p90", "analytic", "from", "vs base", "vs mix",
                              "$/h used", "$/M out tok", "status", "factor",
                              "gain, requests/s", "per extra $/h")
 } | {"option": f"mix: {GLOSSARY['mix']}; <type> only: {GLOSSARY['<type> only']}",
@@ -130,6 +133,8 @@ def rows(result: WhatIfResult) -> list[dict[str, Any]]:
             "study": s.study, "scenario": s.name, "option": s.option, "workload": s.workload,
             "budget": s.budget, "availability": result.spec.availability,
             "requests_per_s": o.requests_per_s, "capacity": o.capacity,
+            "requests_per_s_p10": o.requests_per_s_p10,
+            "requests_per_s_p90": o.requests_per_s_p90,
             "analytic_requests_per_s": o.analytic_requests_per_s,
             "correction": o.correction, "vs_base": _ratio(o.requests_per_s, base),
             "vs_mix": _ratio(o.requests_per_s, _mix_value(result, o)),
@@ -165,13 +170,20 @@ def _from(o: Outcome) -> str:
     return o.capacity
 
 
+def _band(lo: float, hi: float) -> str:
+    if not (math.isfinite(lo) and lo > 0):
+        return "—"
+    return f"{_f(lo)}–{_f(hi) if math.isfinite(hi) else 'unbounded'}"
+
+
 def capacity_columns(result: WhatIfResult) -> list[str]:
     """The capacity columns of a study table: requests/s, and beside it the analytic
     figure (unless requests/s are analytic) and, in a sampled study, where each comes
     from."""
     if result.mode == "off":
-        return ["requests/s"]
-    return ["requests/s", "analytic"] + (["from"] if result.mode == "sample" else [])
+        return ["requests/s", "p10–p90"]
+    return ["requests/s", "p10–p90", "analytic"] + (
+        ["from"] if result.mode == "sample" else [])
 
 
 def study_tables(result: WhatIfResult) -> list[tuple[str, str, list[str], list[list[str]]]]:
@@ -210,6 +222,7 @@ def study_tables(result: WhatIfResult) -> list[tuple[str, str, list[str], list[l
             else:
                 first = [s.name]
             figures = {"requests/s": _f(r["requests_per_s"]),
+                       "p10–p90": _band(r["requests_per_s_p10"], r["requests_per_s_p90"]),
                        "analytic": _f(r["analytic_requests_per_s"]), "from": _from(o)}
             row = first + [figures[c] for c in cap] + [
                 _pct(r["vs_base"]), _f(r["cost_per_hour"]),

@@ -111,5 +111,7 @@ def test_perf_json_says_where_the_kernel_timings_come_from(run_cli):
                          "--engine", "vllm", "--json")
     assert rc == 0
     p = json.loads(out)["kernel_provenance"]
-    assert p["measured"] is False and p["cross_vendor"] is True
-    assert p["vendor"] == "amd" and p["compute_vendor"] == "nvidia"
+    # issue 29: an AMD part is priced from AMD's priors, not another vendor's kernels
+    assert p["measured"] is False and p["cross_vendor"] is False
+    assert p["vendor"] == "amd" and p["compute_vendor"] is None
+    assert p["prior"] == "priors_amd.yaml" and p["rule"] == "vendor prior"

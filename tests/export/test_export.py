@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 import yaml
 
+from perfmodel.engines import get_engine
+
 ENGINES = ("trtllm", "sglang", "vllm")
 MODELS = {"moe": "deepseek-v3", "dense": "llama-3.1-70b"}
 CASES = [(e, m) for e in ENGINES for m in MODELS]
@@ -108,7 +110,9 @@ def test_launch_semantics_follow_the_plan(plans):
 
             if engine == "sglang":
                 assert value("--tp-size") == str(isl.size)
-                assert value("--mem-fraction-static") == "0.85"
+                # SGLang's own reserve rule at this GPU and TP (perfmodel.engines)
+                assert value("--mem-fraction-static") == (
+                    f"{get_engine('sglang').memory_fraction_on(isl.gpu, isl.tp):g}")
                 if isl.dp > 1:
                     assert value("--dp-size") == str(isl.dp) and "--enable-dp-attention" in args
                 if isl.role in ("prefill", "decode"):

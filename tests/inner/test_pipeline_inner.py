@@ -51,7 +51,7 @@ def test_mapping_matches_perf_model(ctx, wl):
     step = float(np.ravel(step_model(gpu, m, float(b_g), tp, dp, ep, ctx.calib)
                           .step_time(wl.mean_input + 0.5 * wl.mean_output))[0])
     assert s.tau_decode_s * m.layers == pytest.approx(step, rel=1e-9)
-    assert s.memory_bytes == pytest.approx(32 * usable_bytes(gpu, ctx.calib))
+    assert s.memory_bytes == pytest.approx(32 * float(usable_bytes(gpu, ctx.calib, m, tp)))
     assert block_bytes(m) * m.layers == pytest.approx(m.total_params * m.weight_bytes)
     assert holds_model(s, m)
     assert not holds_model(island_server("y", ctx.gpus["H20"], 4, m, wl, calib=ctx.calib), m)

@@ -32,9 +32,10 @@ def test_cases_cover_the_required_breadth(rows):
 
 
 def test_end_to_end_error_and_no_dense_moe_bias(rows):
-    """Goals of issue 14 that the model meets: median |error| <= 15 %, and the median
-    signed error of dense and of MoE rows each within +-10 %."""
-    s = val.summary(rows)
+    """Goals of issue 14 that the model meets on the rows they were set for
+    (validation_cases.yaml): median |error| <= 15 %, and the median signed error of dense
+    and of MoE rows each within +-10 %."""
+    s = val.summary([r for r in rows if r["origin"] == val.CASES_FILE])
     assert s["median_abs"] <= 0.15
     assert abs(s["median_signed_dense"]) <= 0.10 and abs(s["median_signed_moe"]) <= 0.10
 
@@ -42,7 +43,9 @@ def test_end_to_end_error_and_no_dense_moe_bias(rows):
 def test_validation_doc_is_current(rows):
     doc = (ROOT / "docs" / "validation.md").read_text()
     for r in rows:
-        assert f"| {r['case']} |" in doc and f"{r['ours']:,.0f}" in doc
+        assert f"| {r['case']} |" in doc and f"| {val.fmt_value(r['ours'])} |" in doc
+        if not r["scored"]:
+            assert r["reason"] and r["reason"] in doc
 
 
 def test_decode_step_closed_form_matches_the_sum_of_steps():
@@ -75,18 +78,41 @@ def test_aggregated_point_is_consistent():
     assert capped.batch < pt.batch and capped.tpot_s <= pt.tpot_s * 0.5
 
 
+def _same(shipped, live, where="") -> None:
+    if isinstance(live, dict):
+        assert isinstance(shipped, dict) and shipped.keys() == live.keys(), where
+        for k, v in live.items():
+            _same(shipped[k], v, f"{where}.{k}")
+    elif isinstance(live, (list, tuple)):
+        assert len(shipped) == len(live), where
+        for i, (a, b) in enumerate(zip(shipped, live, strict=True)):
+            _same(a, b, f"{where}[{i}]")
+    elif isinstance(live, float):
+        assert shipped == pytest.approx(live, rel=1e-9, nan_ok=True), where
+    else:
+        assert shipped == live, where
+
+
 def test_shipped_summary_is_current(rows):
     # Reports quote the shipped summary; it must be what the cases give today
     # (regenerate with scripts/validation_table.py).
-    shipped = val.shipped_summary()
-    live = {**val.summary(rows), "by_gpu": val.by_gpu(rows)}
-    for key, value in live.items():
-        if isinstance(value, dict):
-            assert shipped[key].keys() == value.keys()
-            for gpu, stats in value.items():
-                assert shipped[key][gpu] == pytest.approx(stats, rel=1e-9)
-        else:
-            assert shipped[key] == pytest.approx(value, rel=1e-9)
+    import json
+
+    live = json.loads(json.dumps(val.summary_document(rows)))
+    _same(val.shipped_summary(), live)
+
+
+def test_shipped_error_bands_are_current(rows):
+    # Planning reads the shipped bands; they must be what the held-out rows give today
+    # (regenerate with scripts/validation_table.py).  Cheap: the rows are already scored.
+    import json
+
+    from perfmodel import error_band as eb
+
+    shipped = json.loads((ROOT / "perfmodel" / eb.BANDS_FILE).read_text())
+    _same(shipped, json.loads(json.dumps(eb.build(rows))))
+    for b in shipped["bands"]:
+        assert b["rows"] >= eb.MIN_ROWS or b["cls"] == "all"
 
 
 def test_every_row_shows_its_assumptions_sensitivity_and_its_side(rows):
@@ -96,11 +122,45 @@ def test_every_row_shows_its_assumptions_sensitivity_and_its_side(rows):
     from perfmodel.validation_split import held_out
 
     for r in rows:
-        assert set(r["flipped"]) == set(val.FLIPS)
-        assert all(np.isfinite(v) for v in r["flipped"].values())
         assert r["held_out"] == held_out(r["case"])
+        if r["ours"] is None:  # not predictable: no flips, and a reason instead
+            assert not r["scored"] and r["reason"] and r["flipped"] == {}
+            continue
+        assert set(r["flipped"]) == set(val.FLIPS)
+        if r["origin"] == val.CASES_FILE:
+            assert all(np.isfinite(v) for v in r["flipped"].values())
     moved = [abs(r["flipped"]["kv"] - r["error"]) for r in rows
              if r["scored"] and r["mode"] in ("decode", "aggregated")]
     assert max(moved) > 0.05
     h = val.held_out_summary(rows)
     assert 0 < h["rows"] < sum(r["scored"] for r in rows)
+
+
+def test_posed_rows_are_all_listed_scored_or_with_a_reason(rows):
+    """Issue 29: every posed row appears, read in place from perfmodel/data/posed; a row
+    the model cannot be asked carries its one-line reason and no figure of ours."""
+    from perfmodel.validation_split import load_posed
+
+    posed = {p["id"] for p in load_posed()}
+    listed = {r["case"]: r for r in rows if r["origin"] != val.CASES_FILE}
+    assert set(listed) == posed
+    for r in listed.values():
+        assert r["scored"] == (r["reason"] is None)
+        if r["scored"]:
+            assert r["ours"] > 0 and np.isfinite(r["error"])
+    null_isl = [p["id"] for p in load_posed() if p.get("isl") is None]
+    assert null_isl and all(listed[i]["reason"].startswith("isl null") for i in null_isl)
+
+
+def test_held_out_goals_and_counts_are_reported(rows):
+    h = val.held_out_summary(rows)
+    assert set(h["goals"]) == {g[0] for g in val.HELD_OUT_GOALS}
+    for name, g in h["goals"].items():
+        assert g["value"] == h[name] and isinstance(g["met"], bool)
+    assert h["vendor_median_abs"] == max(v["median_abs"] for v in h["by_vendor"].values())
+    assert 0.0 <= h["band_coverage"] <= 1.0
+    c = val.counts(rows)
+    assert c["all"]["rows"] == len(rows)
+    assert c["scored"]["rows"] == sum(r["scored"] for r in rows)
+    assert sum(c["not_scored_by_reason"].values()) == len(rows) - c["scored"]["rows"]
+    assert sum(c["all"]["modes"].values()) == len(rows)

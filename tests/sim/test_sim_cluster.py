@@ -46,7 +46,8 @@ def test_island_tables_match_the_perf_model():
                        0.0, DEFAULT_CALIBRATION)[0]
     assert isl.prefill_s[[1, 700, 2048]] == pytest.approx(ref, rel=1e-12)
     kv = kv_bytes_per_token_per_gpu(MOE, 2)
-    free = usable_bytes(gpu, DEFAULT_CALIBRATION) - weight_bytes_per_gpu(MOE, 2, 8, 16)
+    free = float(usable_bytes(gpu, DEFAULT_CALIBRATION, MOE, 2)) - weight_bytes_per_gpu(MOE, 2,
+                                                                                   8, 16)
     assert isl.kv_bytes_per_token == kv
     assert isl.kv_capacity_tokens == int(free * 0.9 / kv) * 8  # TRT-LLM: 90 % of free HBM
 

@@ -1,0 +1,223 @@
+"""Error bands: how far a predicted capacity may be from the measured one, from the
+perf model's errors on held-out published figures (``perfmodel.validation``).
+
+A *class* is GPU family x engine x phase.  The family is the GPU catalog's ``arch``
+(``perfmodel/data/gpus.csv``: hopper, blackwell, ampere, ada, cdna3, ...), with
+Blackwell Ultra counted as Blackwell (:data:`FAMILY_GROUPS`: the same SM, more HBM and
+FP4 rate); the phase is prefill (prefill throughput, TTFT), decode (decode throughput,
+TPOT, ITL) or aggregated (in-flight batching, static batches, other throughput).
+
+A class's **band** is the 10th and 90th percentile (numpy's linear interpolation) of
+the signed errors of its scored held-out rows, in the optimism sense (positive = the
+model promised more than was measured; ``perfmodel.validation_units``).  A class with
+fewer than :data:`MIN_ROWS` rows falls back to the next coarser one:
+
+    family x engine x phase -> family x phase -> vendor x phase -> phase -> all rows
+
+``MIN_ROWS = 5``, fixed before any band was computed: with n rows the p10 and p90 sit
+0.1 (n - 1) ranks in from either end, so below 5 rows both bounds are within 0.3 ranks
+of the class's two extreme rows -- the band is the range of 2-4 rows and swings with
+any one of them; much higher and almost no class of a ~40-row held-out set (a third of
+the cases) would have its own band.  The price is a small-sample shortfall: a new row
+falls inside the p10-p90 of n exchangeable rows with probability about 0.8 (n - 1) /
+(n + 1) (53 % at 5 rows, 72 % at 20), which is what the leave-one-out check
+(:func:`leave_one_out`) measures honestly -- each held-out row against the band of the
+*other* held-out rows, by the same fallback rule.
+
+A band turns a predicted capacity into (p10, p90) capacities: a model optimistic by
++20 % means the real capacity is predicted / 1.2, so ``capacity_p10 = predicted / (1 +
+hi_error)`` and ``capacity_p90 = predicted / (1 + lo_error)``.  For a GPU whose kernels
+are transferred from another vendor's part (``perfmodel.kernels.transfer.provenance``,
+``cross_vendor``) and whose band comes from no row of its own family or vendor, the band
+is widened by :data:`CROSS_VENDOR_WIDEN` about its middle: nothing validated that
+transfer.  The shipped bands (:data:`BANDS_FILE`, written by
+``scripts/validation_table.py``) let planning use them without re-running the cases.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from perfmodel.validation_units import normalise_phase
+
+#: Held-out rows a class needs for its own band (module docstring).
+MIN_ROWS = 5
+QUANTILES = (10.0, 90.0)
+#: Catalog architectures counted as one family.
+FAMILY_GROUPS = {"blackwell-ultra": "blackwell"}
+#: Widening of a band for a GPU priced from another vendor's kernels when no row of its
+#: own family or vendor informs the band.  Not validated (there is nothing to validate it
+#: on); a stated margin, not a measurement.
+CROSS_VENDOR_WIDEN = 2.0
+BANDS_FILE = "data/error_bands.json"
+#: Class levels, finest first.
+LEVELS = (("family", "engine", "phase"), ("family", "phase"), ("vendor", "phase"),
+          ("phase",), ())
+
+
+@dataclass(frozen=True)
+class Band:
+    lo_error: float  # p10 of the class's signed errors
+    hi_error: float  # p90
+    cls: str  # the class actually used, e.g. "family=hopper engine=trtllm phase=decode"
+    rows: int  # held-out rows behind it
+    widened: float = 1.0  # factor applied about the middle (1: as measured)
+
+    def capacity(self, predicted: float) -> tuple[float, float]:
+        """``(capacity_p10, capacity_p90)`` of a predicted capacity (tokens/s, requests/s
+        or any rate): predicted / (1 + hi_error), predicted / (1 + lo_error) (inf when the
+        band allows an error of -100 % or below)."""
+        def real(e: float) -> float:
+            return predicted / (1.0 + e) if 1.0 + e > 0 else math.inf
+        return real(self.hi_error), real(self.lo_error)
+
+    def contains(self, error: float) -> bool:
+        return self.lo_error <= error <= self.hi_error
+
+    def widen(self, factor: float) -> Band:
+        """The band ``factor`` times as wide about its middle."""
+        mid = 0.5 * (self.lo_error + self.hi_error)
+        half = 0.5 * (self.hi_error - self.lo_error) * factor
+        return replace(self, lo_error=mid - half, hi_error=mid + half,
+                       widened=self.widened * factor)
+
+
+def _gpu(gpu: Any) -> Any:
+    if not isinstance(gpu, str):
+        return gpu
+    from perfmodel.hardware import get_gpu
+
+    try:
+        return get_gpu(gpu)
+    except Exception:
+        return SimpleNamespace(name=gpu, arch="")
+
+
+def family(gpu: Any) -> str:
+    """A GPU's family: its catalog ``arch`` with :data:`FAMILY_GROUPS` applied ("unknown"
+    for a GPU the catalog lacks)."""
+    arch = str(getattr(_gpu(gpu), "arch", "") or "").lower()
+    return FAMILY_GROUPS.get(arch, arch) or "unknown"
+
+
+def vendor(gpu: Any) -> str:
+    """``perfmodel.launch.gpu_vendor`` of a GPU (name or object)."""
+    from perfmodel.launch import gpu_vendor
+
+    return gpu_vendor(_gpu(gpu))
+
+
+def class_name(level: tuple[str, ...], values: dict[str, str]) -> str:
+    return " ".join(f"{k}={values[k]}" for k in level) or "all"
+
+
+def _keys(values: dict[str, str]) -> list[str]:
+    return [class_name(level, values) for level in LEVELS]
+
+
+def _values(row: dict[str, Any]) -> dict[str, str]:
+    return {"family": row.get("family") or family(row["gpu"]),
+            "vendor": row.get("vendor") or vendor(row["gpu"]),
+            "engine": str(row["engine"]), "phase": normalise_phase(row["phase"])}
+
+
+def fit(records: list[dict[str, Any]], min_rows: int = MIN_ROWS) -> dict[str, Band]:
+    """Bands of every class with at least ``min_rows`` of ``records`` (rows with ``gpu``,
+    ``engine``, ``phase``, ``error``; ``family`` / ``vendor`` derived when absent), and
+    of all records together (class "all", whatever their number, from 2 rows)."""
+    groups: dict[str, list[float]] = {}
+    for r in records:
+        for key in _keys(_values(r)):
+            groups.setdefault(key, []).append(float(r["error"]))
+    out = {}
+    for key, errs in groups.items():
+        if len(errs) >= min_rows or (key == "all" and len(errs) >= 2):
+            lo, hi = np.percentile(np.array(errs), QUANTILES)
+            out[key] = Band(float(lo), float(hi), key, len(errs))
+    return out
+
+
+def choose(bands: dict[str, Band], values: dict[str, str]) -> Band:
+    """The finest class of ``values`` that ``bands`` holds (the fallback rule)."""
+    for key in _keys(values):
+        if key in bands:
+            return bands[key]
+    raise LookupError("no band: fewer than 2 held-out rows")
+
+
+def leave_one_out(records: list[dict[str, Any]], min_rows: int = MIN_ROWS
+                  ) -> dict[str, Any]:
+    """Out-of-sample coverage: each record against the band :func:`fit` gives the
+    *other* records (same fallback rule); the share whose own error lies inside it."""
+    inside = []
+    for i, r in enumerate(records):
+        others = records[:i] + records[i + 1:]
+        try:
+            b = choose(fit(others, min_rows), _values(r))
+        except LookupError:
+            continue
+        inside.append(b.contains(float(r["error"])))
+    return {"rows": len(inside), "inside": int(sum(inside)),
+            "coverage": float(np.mean(inside)) if inside else float("nan")}
+
+
+def build(rows: list[dict[str, Any]], min_rows: int = MIN_ROWS) -> dict[str, Any]:
+    """The document :data:`BANDS_FILE` holds, from ``perfmodel.validation.table()`` rows:
+    the bands of every class with enough scored held-out rows plus the coarser fallbacks,
+    and the leave-one-out coverage."""
+    kept = [r for r in rows if r["scored"] and r["held_out"]]
+    bands = fit(kept, min_rows)
+    listed = sorted(bands.values(), key=lambda b: (-b.cls.count("="), b.cls))
+    return {"min_rows": min_rows, "quantiles": list(QUANTILES),
+            "family_groups": FAMILY_GROUPS, "levels": [list(lv) for lv in LEVELS],
+            "bands": [{"cls": b.cls, "lo_error": b.lo_error, "hi_error": b.hi_error,
+                       "rows": b.rows} for b in listed],
+            "leave_one_out": leave_one_out(kept, min_rows),
+            "source": "scored held-out rows of docs/validation.md (c), "
+                      "scripts/validation_table.py"}
+
+
+@lru_cache(maxsize=1)
+def shipped() -> dict[str, Band]:
+    """The bands of :data:`BANDS_FILE` by class name, read once per process."""
+    doc = json.loads(resources.files("perfmodel").joinpath(BANDS_FILE).read_text())
+    return {b["cls"]: Band(float(b["lo_error"]), float(b["hi_error"]), b["cls"],
+                           int(b["rows"])) for b in doc["bands"]}
+
+
+def _cross_vendor(gpu: Any) -> bool:
+    try:
+        from perfmodel.kernels.transfer import provenance
+
+        return bool(getattr(provenance(_gpu(gpu)), "cross_vendor", False))
+    except Exception:
+        return False
+
+
+def band(gpu: Any, engine: str, phase: str, *, cross_vendor: bool | None = None,
+         bands: dict[str, Band] | None = None) -> Band:
+    """The error band for ``gpu`` (catalog name or GPU) under ``engine`` in ``phase``
+    (prefill / ttft, decode / itl / tpot, aggregated / static / throughput), from the
+    shipped bands (or ``bands``) by the fallback rule.  ``cross_vendor`` (default: the
+    GPU's kernel provenance) widens a band that no row of the GPU's family or vendor
+    informs by :data:`CROSS_VENDOR_WIDEN`."""
+    values = {"family": family(gpu), "vendor": vendor(gpu), "engine": str(engine),
+              "phase": normalise_phase(phase)}
+    b = choose(shipped() if bands is None else bands, values)
+    if cross_vendor is None:
+        cross_vendor = _cross_vendor(gpu)
+    if cross_vendor and not b.cls.startswith(("family=", "vendor=")):
+        b = b.widen(CROSS_VENDOR_WIDEN)
+    return b
+
+
+__all__ = ["BANDS_FILE", "CROSS_VENDOR_WIDEN", "FAMILY_GROUPS", "LEVELS", "MIN_ROWS", "Band",
+           "band", "build", "choose", "family", "fit", "leave_one_out", "shipped", "vendor"]
