@@ -99,7 +99,7 @@ class EngineProfile:
     def max_running_on(self, gpu) -> int:
         """Requests one scheduler runs at once on ``gpu`` by default (vLLM 0.11-0.33
         ``_set_default_args``: 1024 on >= 70 GiB GPUs other than A100, else 256)."""
-        small = gpu.hbm_gb * 1e9 < 70 * _GIB or "A100" in gpu.name.upper()
+        small = gpu.visible_bytes < 70 * _GIB or "A100" in gpu.name.upper()
         return self.max_running_small if (small and self.max_running_small) else self.max_running
 
     def graph_max_on(self, gpu, tp):
@@ -107,7 +107,7 @@ class EngineProfile:
         number or an array)."""
         if not self.graph_tiers:
             return np.inf + 0.0 * np.asarray(tp, float)
-        gib = gpu.hbm_gb * 1e9 / _GIB
+        gib = gpu.visible_bytes / _GIB
         small, large = next(((s, b) for below, s, b in self.graph_tiers if gib < below),
                             self.graph_tiers[-1][1:])
         return np.where(np.asarray(tp, float) < 4, float(small), float(large))
@@ -119,7 +119,7 @@ class EngineProfile:
         reserve / memory)."""
         if self.memory_fraction is not None:
             return self.memory_fraction
-        mib = gpu.hbm_gb * 1e9 / _MIB
+        mib = gpu.visible_bytes / _MIB
         reserve = (512.0 + 1.5 * max(self.prefill_token_budget, 2048)
                    + 2.0 * float(self.graph_max_on(gpu, tp)) + 1024.0 * float(tp) / 8.0)
         if mib > 60 * 1024:

@@ -7,22 +7,22 @@ Blackwell Ultra counted as Blackwell (:data:`FAMILY_GROUPS`: the same SM, more H
 FP4 rate); the phase is prefill (prefill throughput, TTFT), decode (decode throughput,
 TPOT, ITL) or aggregated (in-flight batching, static batches, other throughput).
 
-A class's **band** is the 10th and 90th percentile (numpy's linear interpolation) of
-the signed errors of its scored held-out rows, in the optimism sense (positive = the
-model promised more than was measured; ``perfmodel.validation_units``).  A class with
-fewer than :data:`MIN_ROWS` rows falls back to the next coarser one:
+A class's **band** bounds the 10th and 90th percentile of the error a *new* row of the
+class will have, from the signed errors of its scored held-out rows in the optimism
+sense (positive = the model promised more than was measured;
+``perfmodel.validation_units``).  It is a distribution-free prediction interval, not
+the sample's own p10 and p90: of n exchangeable errors sorted, the k-th smallest and
+k-th largest with ``k = floor(0.1 (n + 1))`` enclose a new one with probability
+``(n + 1 - 2k) / (n + 1) >= 0.8``.  The sample's p10-p90 would not: a new row falls
+inside it with probability about 0.8 (n - 1) / (n + 1) -- 53 % at 5 rows, 72 % at 20 --
+and a band that covers less than it says is the optimism this issue is about.  k >= 1
+needs ``n >= 9`` (:data:`MIN_ROWS`); a class with fewer rows falls back to the next
+coarser one:
 
     family x engine x phase -> family x phase -> vendor x phase -> phase -> all rows
 
-``MIN_ROWS = 5``, fixed before any band was computed: with n rows the p10 and p90 sit
-0.1 (n - 1) ranks in from either end, so below 5 rows both bounds are within 0.3 ranks
-of the class's two extreme rows -- the band is the range of 2-4 rows and swings with
-any one of them; much higher and almost no class of a ~40-row held-out set (a third of
-the cases) would have its own band.  The price is a small-sample shortfall: a new row
-falls inside the p10-p90 of n exchangeable rows with probability about 0.8 (n - 1) /
-(n + 1) (53 % at 5 rows, 72 % at 20), which is what the leave-one-out check
-(:func:`leave_one_out`) measures honestly -- each held-out row against the band of the
-*other* held-out rows, by the same fallback rule.
+The leave-one-out check (:func:`leave_one_out`) measures the coverage honestly: each
+held-out row against the band of the *other* held-out rows, by the same rule.
 
 A band turns a predicted capacity into (p10, p90) capacities: a model optimistic by
 +20 % means the real capacity is predicted / 1.2, so ``capacity_p10 = predicted / (1 +
@@ -48,9 +48,21 @@ import numpy as np
 
 from perfmodel.validation_units import normalise_phase
 
-#: Held-out rows a class needs for its own band (module docstring).
-MIN_ROWS = 5
+#: Held-out rows a class needs for its own band: the fewest with k >= 1 (module doc).
+MIN_ROWS = 9
+#: The percentiles of a new row's error the band bounds.
 QUANTILES = (10.0, 90.0)
+
+
+def prediction_bounds(errors: list[float]) -> tuple[float, float] | None:
+    """(k-th smallest, k-th largest) of ``errors`` with k = floor(0.1 (n + 1)): an
+    interval a new exchangeable error falls in with probability >= 0.8 (None when
+    k < 1, i.e. fewer than 9 errors)."""
+    e = np.sort(np.asarray(errors, float))
+    k = int(math.floor(QUANTILES[0] / 100.0 * (e.size + 1) + 1e-9))
+    if k < 1:
+        return None
+    return float(e[k - 1]), float(e[e.size - k])
 #: Catalog architectures counted as one family.
 FAMILY_GROUPS = {"blackwell-ultra": "blackwell"}
 #: Widening of a band for a GPU priced from another vendor's kernels when no row of its
@@ -132,16 +144,16 @@ def _values(row: dict[str, Any]) -> dict[str, str]:
 def fit(records: list[dict[str, Any]], min_rows: int = MIN_ROWS) -> dict[str, Band]:
     """Bands of every class with at least ``min_rows`` of ``records`` (rows with ``gpu``,
     ``engine``, ``phase``, ``error``; ``family`` / ``vendor`` derived when absent), and
-    of all records together (class "all", whatever their number, from 2 rows)."""
+    of all records together (class "all", from the 9 rows a prediction bound needs)."""
     groups: dict[str, list[float]] = {}
     for r in records:
         for key in _keys(_values(r)):
             groups.setdefault(key, []).append(float(r["error"]))
     out = {}
     for key, errs in groups.items():
-        if len(errs) >= min_rows or (key == "all" and len(errs) >= 2):
-            lo, hi = np.percentile(np.array(errs), QUANTILES)
-            out[key] = Band(float(lo), float(hi), key, len(errs))
+        bounds = prediction_bounds(errs)
+        if bounds is not None and (len(errs) >= min_rows or key == "all"):
+            out[key] = Band(bounds[0], bounds[1], key, len(errs))
     return out
 
 
@@ -150,7 +162,7 @@ def choose(bands: dict[str, Band], values: dict[str, str]) -> Band:
     for key in _keys(values):
         if key in bands:
             return bands[key]
-    raise LookupError("no band: fewer than 2 held-out rows")
+    raise LookupError("no band: fewer than 9 held-out rows")
 
 
 def leave_one_out(records: list[dict[str, Any]], min_rows: int = MIN_ROWS

@@ -67,6 +67,17 @@ class GPU:
     arch: str = ""  # architecture family (hopper, blackwell, ...); "" = unknown
     kernel_system: str = ""  # measured-kernel system of this exact GPU ("" = none)
 
+    @property
+    def visible_bytes(self) -> float:
+        """Device memory the driver reports, what an engine sizes its pools from.
+
+        Datasheet capacities of HBM parts are binary gigabytes: nvidia-smi totals are
+        81,559 MiB on an "80 GB" H100, 143,771 MiB on a "141 GB" H200, 183,359 MiB on a
+        "180 GB" B200, 196,592 MiB on a "192 GB" MI300X, and torch reports 79.22 GiB on
+        the H100 (vllm PR 10511) -- so ``hbm_gb`` GiB x 0.99.  GDDR parts with ECC on
+        (Ada: L40S, L4) lose a sixteenth: 46,068 MiB of the L40S's 48 GiB (x 0.937)."""
+        return self.hbm_gb * float(1 << 30) * (0.937 if self.arch == "ada" else 0.99)
+
     def tflops(self, precision: str) -> float:
         """Dense peak for a compute precision; falls back to the widest supported one.
 

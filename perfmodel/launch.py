@@ -149,6 +149,15 @@ def default_engine(gpu) -> str:
     return VENDOR_ENGINE.get(gpu_vendor(gpu), "trtllm")
 
 
+def fleet_engine(gpus) -> str:
+    """The engine a fleet of ``gpus`` is priced with when none is named: the vendor's
+    (:func:`default_engine`) when they share one, else vLLM, the one engine that runs on
+    every vendor the catalog holds (one engine per plan: its islands share a router and
+    hand KV caches to each other)."""
+    choices = {default_engine(g) for g in gpus}
+    return choices.pop() if len(choices) == 1 else "vllm"
+
+
 def engines_for(gpu) -> tuple[str, ...]:
     """The serving engines (not the thesis's roofline) that run on ``gpu``'s vendor."""
     vendor = gpu_vendor(gpu)
@@ -345,6 +354,7 @@ def binding_rule(engine: str | None, model: ModelSpec, configs, gpus: int,
 
 __all__ = ["EngineRules", "FP8_BLOCK", "RULES", "VENDOR_ENGINE", "binding_rule",
            "default_engine", "engine_flag_error", "engine_slots", "engines_for",
+           "fleet_engine",
            "expert_slots", "gpu_vendor", "layout_violation", "layout_violations",
            "max_redundant", "redundant_experts", "rules_for", "slots_text",
            "vendor_violation"]

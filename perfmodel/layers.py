@@ -179,14 +179,21 @@ def _dispatch_elem(model: ModelSpec) -> float:
 
 
 def _a2a(ks: KernelSet, model: ModelSpec, rows, tp, ep, domain: int, mode: str, dp=None):
-    """Per phase (dispatch, combine): (seconds, bytes sent per GPU, crosses domains)."""
+    """Per phase (dispatch, combine): (seconds, bytes sent per GPU, crosses domains);
+    zero without attention data parallelism (``dp`` 1: see below)."""
     tokens = np.asarray(rows, float) / tp
     width = 1.0 if dp is None else np.maximum(expert_width(tp, dp, ep), 1.0)
     # With expert TP inside EP (W > 1) each EP rank is W GPUs: a token goes to the W
     # GPUs holding its expert's slices and W partial sums come back, so the bytes scale
     # by W and a domain holds domain / W ranks.
     per_domain = np.maximum(np.floor(domain / width), 1.0)
+    # Attention tensor-parallel over the whole island (dp 1): after its all-reduce every
+    # GPU holds every token, so each computes its own experts' share in place and the
+    # layer's second all-reduce (tp_allreduce) sums the outputs -- TRT-LLM's and
+    # SGLang's expert parallelism without attention DP.  No dispatch or combine exists.
     active = np.asarray(ep, float) > 1
+    if dp is not None:
+        active = active & (np.asarray(dp, float) > 1)
     out = []
     for phase, elem in (("dispatch", _dispatch_elem(model)), ("combine", 2.0)):
         intra, inter = alltoall_bytes(model, tokens, ep, per_domain, mode, elem)
@@ -302,7 +309,7 @@ def collectives(ks: KernelSet, model: ModelSpec, rows, tp, dp, ep, domain: int, 
                                              _a2a(ks, model, rows_, tp_, ep_, domain, mode,
                                                   dp_), strict=True):
             add(f"alltoall_{phase}", "alltoall", "moe_layer", 1, at, asent,
-                g if ep_ > 1 else 1.0, across)
+                g if (ep_ > 1 and dp_ > 1) else 1.0, across)
     (ht, hs, hg), (lt, ls, lg) = _head_parts(ks, model, head, tp_, ep_, domain)
     add("lm_head_hidden_allgather", "allgather", "pass", 1, ht, hs, hg,
         float(np.ravel(hg)[0]) > domain)

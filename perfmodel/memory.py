@@ -100,7 +100,8 @@ def usable_bytes(gpu: GPU, calib: Calibration, model: ModelSpec, tp=1.0):
       what remains after the weights, :func:`kv_pool_bytes`).
     """
     prof = calib.profile
-    hbm = gpu.hbm_gb * 1e9
+    # seed 002's rule reads the datasheet figure as decimal GB, as the thesis did
+    hbm = gpu.hbm_gb * 1e9 if prof.memory_rule == "thesis" else gpu.visible_bytes
     tp = np.asarray(tp, float)
     runtime = activation_bytes(model, tp, calib) + prof.overhead_bytes(tp)
     if prof.memory_rule == "total":

@@ -295,8 +295,11 @@ def band_lines(rows: list[dict]) -> list[str]:
     loo = doc["leave_one_out"]
     lines = ["### Error bands", "",
              "`perfmodel/error_band.py` (shipped as `perfmodel/data/error_bands.json`): per "
-             "class GPU family x engine x phase, the 10th and 90th percentile of the scored "
-             "held-out rows' signed errors; a class with fewer than "
+             "class GPU family x engine x phase, a distribution-free prediction band for "
+             "the 10th and 90th percentile of a new row's error from the scored held-out "
+             "rows' signed errors (the k-th smallest and largest, k = floor(0.1 (n + 1)): "
+             "it holds a new exchangeable row with probability >= 0.8, where the sample's "
+             "own p10-p90 holds only about 0.8 (n - 1) / (n + 1)); a class with fewer than "
              f"{doc['min_rows']} rows falls back to family x phase, vendor x phase, phase, "
              "then all rows.  A predicted capacity C becomes C / (1 + p90) .. C / (1 + p10).  "
              f"**Leave-one-out coverage: {loo['inside']} of {loo['rows']} held-out rows "

@@ -20,6 +20,7 @@ from rich.console import Console
 from perfmodel import SLO, get_model
 from perfmodel.calibration import PLAN_AT
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
+from perfmodel.launch import engine_flag_error, fleet_engine
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import interrupt_on_sigterm, resume_command, step_bars
@@ -126,8 +127,10 @@ def plan(
                                            "solve (they stop on a node limit, the same on "
                                            "any machine)."),
     resume: bool = typer.Option(False, help="Resume an interrupted search in --out."),
-    engine: str = typer.Option(DEFAULT_ENGINE, help="Serving engine whose measured kernels "
-                               f"and behaviour the perf model uses. {ENGINES.help()}."),
+    engine: str = typer.Option(
+        None, show_default=f"{DEFAULT_ENGINE} for NVIDIA GPUs, vllm for other vendors or a mix",
+        help=f"Serving engine whose measured kernels and behaviour the perf model uses. "
+        f"{ENGINES.help()}."),
     max_running: int = values.max_running_option(),
     max_tokens: int = values.max_tokens_option(),
     mem_fraction: float = values.mem_fraction_option(),
@@ -164,13 +167,21 @@ def plan(
     values.number(exact_time_limit, "--exact-time-limit", gt=0, le=values.MAX_TIME_LIMIT)
     if resume and out is None:
         raise PlannerError("--resume needs the --out folder of the interrupted run")
-    engine = values.naming("--engine", get_engine, engine).name
+    if engine is not None:
+        engine = values.naming("--engine", get_engine, engine).name
     limits = values.engine_limits(max_running, max_tokens, mem_fraction)
     if plan_at not in PLAN_AT:
         raise PlannerError(f"--plan-at must be one of {', '.join(PLAN_AT)}, got {plan_at!r}")
     values.naming("--model", get_model, model)
     values.naming("--workload", load_workload, workload)
     inv = load_inventory(inventory)
+    gpus = [e.gpu for e in inv.entries]
+    if engine is None:
+        engine = fleet_engine(gpus)
+    else:  # a named engine that cannot run some of the inventory's GPUs: a usage error
+        wrong = engine_flag_error(engine, gpus)
+        if wrong:
+            raise PlannerError(f"{inventory}: {wrong}")
     options = {k: v for k, v in (("iterations", iterations), ("batch_size", batch_size))
                if v is not None and (search == "auto" or iterative(search))}
     req = PlanRequest(inv, model=model, workload=workload, budget=budget,

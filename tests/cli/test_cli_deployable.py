@@ -37,25 +37,41 @@ def test_plan_prints_servers_and_the_export_command(run_cli, small_inventory, tm
 
 def test_an_slo_no_island_meets_on_the_longest_prompts_says_so(run_cli, tmp_path):
     """Under TensorRT-LLM, whose attention DP is all ranks or none, no 16-GPU island of
-    80 GB parts prefills DeepSeek-V3's prompts past ~4,800 tokens in the 500 ms pass a
-    1 s TTFT gives it -- 0.54 % of requests, more than the miss allowance lets a plan
+    80 GB parts prefills DeepSeek-V3's prompts past ~4,500 tokens in the 450 ms pass a
+    0.9 s TTFT gives it -- 0.64 % of requests, more than the miss allowance lets a plan
     serve best-effort: the plan stops before searching, naming the lengths, the pass
     share and the best pass per type (exit 1).  (At the default TTFT only the
     14,050-token prompts miss, 0.005 %, and it plans: tests/plan/test_slo_allowance.py.)"""
     inv = tmp_path / "inv.yaml"
     inv.write_text("gpus:\n  - {type: H100-SXM, count: 16, price_per_hour: 1.56}\n"
                    "  - {type: A100-80G, count: 16, price_per_hour: 0.68}\n")
-    rc, _, err = run_cli("plan", "--inventory", str(inv), "--ranges", "8", "--ttft", "1000",
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--ranges", "8", "--ttft", "900",
                          "--out", str(tmp_path / "r"), "-q")
     assert rc == 1 and "cannot be met" in err and "14,050" in err and "H100-SXM" in err
-    assert "a prefill pass gets 50% of the TTFT (500 ms of 1,000 ms)" in err
+    assert "a prefill pass gets 50% of the TTFT (450 ms of 900 ms)" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
 
 
-def test_an_engine_that_runs_on_none_of_the_gpus_is_exit_1(run_cli, tmp_path):
+def test_a_named_engine_that_cannot_run_a_gpu_is_a_usage_error(run_cli, tmp_path):
     inv = tmp_path / "amd.yaml"
-    inv.write_text("gpus:\n  - {type: MI300X, count: 16, price_per_hour: 3.0}\n")
+    inv.write_text("gpus:\n  - {type: MI300X, count: 16, price_per_hour: 3.0}\n"
+                   "  - {type: H100-SXM, count: 16, price_per_hour: 2.0}\n")
     rc, _, err = run_cli("plan", "--inventory", str(inv), "--model", "llama-3.1-70b",
-                         "--out", str(tmp_path / "r"), "-q")
-    assert rc == 1 and "does not run on AMD GPUs" in err and str(inv) in err
+                         "--engine", "trtllm", "--out", str(tmp_path / "r"), "-q")
+    assert rc == 2 and "does not run on AMD GPUs" in err and str(inv) in err
+    assert "--engine trtllm" in err and "vllm" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_without_an_engine_a_mixed_fleet_is_priced_with_one_that_runs_everywhere(
+        run_cli, tmp_path):
+    inv = tmp_path / "mixed.yaml"
+    inv.write_text("gpus:\n  - {type: MI300X, count: 8, price_per_hour: 3.0}\n"
+                   "  - {type: H100-SXM, count: 8, price_per_hour: 2.0}\n")
+    run = tmp_path / "r"
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--model", "llama-3.1-70b",
+                         "--no-sim-check", "--no-exact", "--no-homogeneous", "--ranges", "4",
+                         "--out", str(run), "-q")
+    assert rc == 0, err
+    plan = json.loads((run / "plan.json").read_text())
+    assert plan["request"]["engine"] == "vllm"

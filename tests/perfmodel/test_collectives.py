@@ -34,8 +34,12 @@ def _check(items, cfg, model, where):
         assert c["tier"] in ("node", "scale-out")
     if cfg.tp > 1:
         assert "tp_allreduce" in names, where
-    if model.is_moe and cfg.ep > 1:
+    if model.is_moe and cfg.ep > 1 and cfg.dp > 1:
         assert {"alltoall_dispatch", "alltoall_combine"} <= names, where
+    if model.is_moe and cfg.ep > 1 and cfg.dp == 1:
+        # attention TP over the island: experts in place, summed by the TP all-reduce
+        assert "tp_allreduce" in names and not names & {"alltoall_dispatch",
+                                                        "alltoall_combine"}, where
     if model.is_moe and cfg.dp > 1 and cfg.ep == 1:
         assert {"dp_allgather", "expert_reduce"} <= names, where
 

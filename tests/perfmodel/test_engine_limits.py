@@ -54,7 +54,7 @@ def test_vllm_request_cap_follows_its_gpu_rule():
 def test_sglang_memory_fraction_is_its_reserve_rule():
     sgl = get_engine("sglang")
     for gpu, tp in ((H100, 8), (H100, 1), (B200, 4), (L40S, 2)):
-        mib = gpu.hbm_gb * 1e9 / 2**20
+        mib = gpu.visible_bytes / 2**20
         graph = float(sgl.graph_max_on(gpu, tp))
         reserve = 512 + 1.5 * 8192 + 2 * graph + 1024 * tp / 8
         if mib > 60 * 1024:
@@ -81,7 +81,7 @@ def test_activations_and_overheads_come_out_of_the_kv_cache(engine):
     assert one(kv_more) < one(kv)
     # nothing beyond the weights, the activations and the overheads is lost
     w = float(weight_bytes_per_gpu(LLAMA8, 1, 1, 1))
-    hbm = H100.hbm_gb * 1e9
+    hbm = H100.visible_bytes
     over = get_engine(engine).overhead_bytes(1.0)
     pool = one(kv) * LLAMA8.layers * LLAMA8.kv_bytes_per_token_layer
     want = (0.9 * hbm - w - act - over if engine == "vllm" else 0.9 * (hbm - act - over - w))
@@ -94,7 +94,7 @@ def test_memory_fraction_override_moves_the_kv_cache():
     a = one(kv_capacity_tokens(H100, LLAMA70, col(8), col(1), col(1), base))
     b = one(kv_capacity_tokens(H100, LLAMA70, col(8), col(1), col(1), low))
     per_token = LLAMA70.layers * LLAMA70.kv_bytes_per_token_layer / 8
-    assert (a - b) * per_token == pytest.approx(0.3 * H100.hbm_gb * 1e9, rel=1e-9)
+    assert (a - b) * per_token == pytest.approx(0.3 * H100.visible_bytes, rel=1e-9)
     assert float(np.ravel(usable_bytes(H100, low, LLAMA70, 8))[0]) < \
         float(np.ravel(usable_bytes(H100, base, LLAMA70, 8))[0])
 
@@ -181,3 +181,27 @@ def test_perf_takes_and_reports_the_limits(run_cli):
     assert limits["max_running"] == 64 and limits["memory_rule"] == "total"
     rc, _, err = run_cli("perf", "--gpu", "H100-SXM", "--mem-fraction", "1.5")
     assert rc == 2 and "--mem-fraction" in err and len(err.strip().splitlines()) == 1
+
+
+def test_engines_size_pools_from_the_memory_the_driver_reports():
+    # nvidia-smi: 81,559 MiB on an "80 GB" H100; 46,068 MiB on a 48 GB L40S (ECC on)
+    assert H100.visible_bytes / 2**20 == pytest.approx(81559, rel=0.01)
+    assert L40S.visible_bytes / 2**20 == pytest.approx(46068, rel=0.01)
+    # the thesis's rule keeps its decimal reading (seed 002 reproduction)
+    thesis = Calibration(engine="roofline")
+    assert one(usable_bytes(H100, thesis, LLAMA8, 1)) == pytest.approx(0.9 * 80e9)
+
+
+def test_tensor_parallel_attention_needs_no_expert_all_to_all():
+    """With attention TP over the whole island every GPU holds every token: experts are
+    computed in place and the layer's second all-reduce sums them (no dispatch or
+    combine); with attention DP the tokens must travel."""
+    from perfmodel import layers
+    from perfmodel.kernels.library import kernels_for
+
+    moe, gpu = get_model("deepseek-v3"), get_gpu("H200")
+    ks = kernels_for(gpu, "trtllm")
+    tp_only = layers.moe_comm(ks, moe, 256.0, 8.0, 8.0, 8, "ll", 1.0)
+    dp_attn = layers.moe_comm(ks, moe, 256.0, 1.0, 8.0, 8, "ll", 8.0)
+    assert all(float(np.ravel(t)[0]) == 0.0 for t in tp_only)
+    assert all(float(np.ravel(t)[0]) > 0.0 for t in dp_attn)

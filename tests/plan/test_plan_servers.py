@@ -91,12 +91,12 @@ def test_no_plan_names_the_lengths_no_affordable_island_serves():
 
     inv = inventory_from_dict({"name": "h100", "gpus": [
         {"type": "H100-SXM", "count": 16, "price_per_hour": 1.56}]}, "h100.yaml")
-    req = PlanRequest(inv, ranges=8, slo=SLO(ttft_ms=1000.0, tpot_ms=50.0))
+    req = PlanRequest(inv, ranges=8, slo=SLO(ttft_ms=900.0, tpot_ms=50.0))
     ev = LayoutEvaluator(PlanningContext.for_request(req), make_inner_solver("maxrate"))
     why = _uncovered(req, ev)
     assert why is not None and "prefill prompts of" in why and "14,050" in why
-    assert "TensorRT-LLM" in why and "TTFT <= 1000 ms" in why
-    assert "a prefill pass gets 50% of the TTFT (500 ms of 1,000 ms)" in why
+    assert "TensorRT-LLM" in why and "TTFT <= 900 ms" in why
+    assert "a prefill pass gets 50% of the TTFT (450 ms of 900 ms)" in why
     ok = PlanRequest(inv, ranges=8, engine="sglang")  # tp8 x dp2 attention: it serves
     assert _uncovered(ok, LayoutEvaluator(PlanningContext.for_request(ok),
                                           make_inner_solver("maxrate"))) is None
