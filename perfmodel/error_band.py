@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.errors import InputError
 from perfmodel.validation_units import normalise_phase
 
 #: Held-out rows a class needs for its own band: the fewest with k >= 1 (module doc).
@@ -109,7 +110,7 @@ def _gpu(gpu: Any) -> Any:
 
     try:
         return get_gpu(gpu)
-    except Exception:
+    except InputError:  # an inventory's own datasheet part: family and vendor unknown
         return SimpleNamespace(name=gpu, arch="")
 
 
@@ -206,12 +207,12 @@ def shipped() -> dict[str, Band]:
 
 
 def _cross_vendor(gpu: Any) -> bool:
-    try:
-        from perfmodel.kernels.transfer import provenance
+    """Whether ``gpu``'s kernels come from another vendor's part without a validated
+    prior (False for a part the catalog lacks: its provenance is the inventory's)."""
+    from perfmodel.kernels.transfer import provenance
 
-        return bool(getattr(provenance(_gpu(gpu)), "cross_vendor", False))
-    except Exception:
-        return False
+    g = _gpu(gpu)
+    return False if isinstance(g, SimpleNamespace) else bool(provenance(g).cross_vendor)
 
 
 def band(gpu: Any, engine: str, phase: str, *, cross_vendor: bool | None = None,

@@ -72,6 +72,7 @@ from perfmodel import validation_units as units
 from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
 from perfmodel.decode import step_model
+from perfmodel.errors import InputError
 from perfmodel.hardware import get_gpu
 from perfmodel.memory import max_decode_batch
 from perfmodel.models import get_model
@@ -190,7 +191,7 @@ def posed_case(row: dict[str, Any]) -> Case:
     for kind, name, look in (("GPU", row["gpu"], get_gpu), ("model", row["model"], get_model)):
         try:
             look(name)
-        except Exception as exc:  # the catalog's own one-line error
+        except InputError as exc:  # the catalog's own one-line error
             raise NotPredictable(f"catalog: {kind} '{name}' missing") from exc
     values = {k: v for k, v in row.items() if k in _CASE_FIELDS and v is not None}
     if row.get("dbo") is not None and "overlap" not in values:
@@ -355,7 +356,7 @@ def _describe(row: dict[str, Any], origin: str, src: dict[str, Any] | None) -> d
     src = src or {}
     try:
         dense: bool | None = not get_model(row["model"]).is_moe
-    except Exception:
+    except InputError:
         dense = None
     phase = units.phase(row["mode"], row["unit"])
     disagg = row["source"] in DISAGGREGATED and row["mode"] in ("prefill", "ttft", "decode")
