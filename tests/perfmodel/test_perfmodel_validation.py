@@ -149,7 +149,11 @@ def test_posed_rows_are_all_listed_scored_or_with_a_reason(rows):
         if r["scored"]:
             assert r["ours"] > 0 and np.isfinite(r["error"])
     null_isl = [p["id"] for p in load_posed() if p.get("isl") is None]
-    assert null_isl and all(listed[i]["reason"].startswith("isl null") for i in null_isl)
+    assert all(listed[i]["reason"].startswith("isl null") for i in null_isl)
+    # a row posed without an input length is never predicted with a made-up one
+    row = dict(load_posed()[0], isl=None)
+    with pytest.raises(val.NotPredictable, match="isl null"):
+        val.posed_case(row)
 
 
 def test_held_out_goals_and_counts_are_reported(rows):
