@@ -34,7 +34,7 @@ from perfmodel.decode import mtp_yield, straggler_factor
 from perfmodel.engines import EAGER_LAYER_S
 from perfmodel.hardware import GPU
 from perfmodel.kernels.library import kernels_for
-from perfmodel.memory import engine_batch_cap, max_decode_batch
+from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
 from perfmodel.models import ModelSpec
 
 
@@ -137,7 +137,8 @@ def aggregated_point(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int, s: i
     """The operating point of an aggregated island (module doc)."""
     cap = int(np.asarray(max_decode_batch(gpu, model, np.array([[float(tp)]]),
                                           np.array([[float(dp)]]), np.array([[float(ep)]]),
-                                          np.array([[float(s + (decode_max or 0.5 * d))]]),
+                                          np.array([[float(kv_per_sequence(
+                                              calib, s, d, decode_max or 0.5 * d))]]),
                                           calib)).ravel()[0])
     cap = min(cap, int(engine_batch_cap(gpu, model, calib)))
     if batch is not None:

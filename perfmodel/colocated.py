@@ -36,6 +36,7 @@ from perfmodel.island import (
 from perfmodel.launch import vendor_violation
 from perfmodel.memory import (
     engine_batch_cap,
+    kv_per_sequence,
     max_decode_batch,
     usable_bytes,
     weight_bytes_per_gpu,
@@ -57,8 +58,9 @@ def _points(gpu: GPU, model: ModelSpec, c: ParallelConfig, shape: WorkloadShape,
     d = np.asarray(shape.decode_at(s2), float)
     held = np.asarray(shape.held_at(s2), float) if shape.steady else 0.5 * d
     tp, dp, ep = (np.array([[float(x)]]) for x in (c.tp, c.dp, c.ep))
-    cap = np.minimum(np.asarray(max_decode_batch(gpu, model, tp, dp, ep, s2 + held, calib),
-                                float), engine_batch_cap(gpu, model, calib))
+    cap = np.minimum(np.asarray(max_decode_batch(
+        gpu, model, tp, dp, ep, kv_per_sequence(calib, s2, d, held), calib), float),
+        engine_batch_cap(gpu, model, calib))
     b = BATCHES[:, None]
     comp = mixed_pass(gpu, model, b, s2, d, float(c.tp), float(c.dp), float(c.ep),
                       shape.prefix_hit_rate, calib, held)

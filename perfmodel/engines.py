@@ -81,6 +81,11 @@ class EngineProfile:
     #: CUDA-graph pools (GB), plus communication buffers per tensor-parallel peer.
     overhead_gb: float = 0.0
     overhead_per_peer_gb: float = 0.0
+    #: Admission reserves KV for a request's prompt and *all* its output tokens
+    #: (TRT-LLM's default capacity scheduler, GUARANTEED_NO_EVICT); False: the running
+    #: batch holds what its sequences have generated so far and preempts when full
+    #: (vLLM, SGLang).
+    reserves_output: bool = False
 
     def with_limits(self, limits: EngineLimits) -> EngineProfile:
         """This profile with ``limits``' overrides (None keeps the default)."""
@@ -181,13 +186,15 @@ class EngineLimits:
 _OVERHEAD_GB, _PER_PEER_GB = 2.9, 0.55
 
 ENGINES: Registry[EngineProfile] = Registry("engine")
-# TRT-LLM (llmapi/llm_args.py): max_batch_size 2048, max_num_tokens 8192,
+# TRT-LLM (llmapi/llm_args.py): max_batch_size 2048, max_num_tokens 8192, the capacity
+# scheduler GUARANTEED_NO_EVICT (SchedulerConfig default),
 # KvCacheConfig.free_gpu_memory_fraction 0.9 of what weights and the profiled
 # activations leave (pyexecutor/_util.py), CudaGraphConfig max_batch_size 0 -> 128.
 ENGINES.add("trtllm", EngineProfile(
     "trtllm", "TensorRT-LLM 1.3", step_gap_s=0.15e-3, prefill_token_budget=8192,
     micro_batch_overlap=False, overlap_min_tokens=0, memory_fraction=0.90,
     memory_rule="free", max_running=2048, graph_tiers=((float("inf"), 128, 128),),
+    reserves_output=True,
     overhead_gb=_OVERHEAD_GB, overhead_per_peer_gb=_PER_PEER_GB), "TensorRT-LLM 1.3 (default)")
 # SGLang (0.5.3 server_args / model_runner): max_running_requests from the request pool,
 # min(max(tokens / context x 512, 2048), 4096); cuda_graph_max_bs by memory and tp;

@@ -30,6 +30,7 @@ from perfmodel.launch import vendor_violation
 from perfmodel.memory import (
     engine_batch_cap,
     kv_bytes_per_token_per_gpu,
+    kv_per_sequence,
     max_decode_batch,
     thesis_batch_rule,
     usable_bytes,
@@ -338,15 +339,18 @@ def _decode_rps(gpu, model, grid, shape, slo, calib, s):
     """Decode requests/s, TPOT (ms) and batch per (configuration, length).
 
     Steady batch (the planner): each sequence of length ``s`` holds ``s + g(s)`` tokens
-    on average (``WorkloadShape.held_at``), the batch is the largest whose KV fits at
+    on average (``WorkloadShape.held_at``; an engine that reserves a request's whole
+    output, TRT-LLM, ``s + max(d, g)``: :func:`perfmodel.memory.kv_per_sequence`), the
+    batch is the largest whose KV fits at
     that context (and whose step meets the TPOT ceiling), every step runs at it, and a
     request takes ``d(s)`` steps.  Thesis cohort: KV for ``s + decode_max``, a request's
     steps summed from ``s`` to ``s + d``."""
     d = shape.decode_at(s)
     steady = shape.steady
     held = shape.held_at(s) if steady else shape.reserve
+    sized = kv_per_sequence(calib, s, d, held) if steady else s + held
     batch = thesis_batch_rule(max_decode_batch(gpu, model, grid.tp, grid.dp, grid.ep,
-                                               s + held, calib),
+                                               sized, calib),
                               engine_batch_cap(gpu, model, calib))
     # The step model depends on the batch only through per-batch coefficients, so it is
     # built once on a lattice of batch sizes and read per (configuration, length).

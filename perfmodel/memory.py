@@ -128,6 +128,17 @@ def kv_capacity_tokens(gpu: GPU, model: ModelSpec, tp, dp, ep, calib: Calibratio
     return kv_pool_bytes(gpu, model, tp, dp, ep, calib) / kv_bytes_per_token_per_gpu(model, tp)
 
 
+def kv_per_sequence(calib: Calibration, s, d, held):
+    """KV tokens a running sequence of ``s`` prompt tokens takes when the engine sizes
+    its batch: ``s + held`` (the tokens it holds on average, ``held``) -- or, for an
+    engine that reserves a request's whole output at admission
+    (``EngineProfile.reserves_output``: TRT-LLM), ``s + max(d, held)`` with ``d`` its
+    output tokens (the client's max_tokens is at least that)."""
+    if calib.profile.reserves_output:
+        return s + np.maximum(d, held)
+    return s + held
+
+
 def engine_batch_cap(gpu: GPU, model: ModelSpec, calib: Calibration) -> float:
     """The most sequences one scheduler (attention group) runs: the engine's
     ``max_running`` on this GPU and, since every decoding sequence is a row of the

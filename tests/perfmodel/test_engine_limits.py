@@ -205,3 +205,20 @@ def test_tensor_parallel_attention_needs_no_expert_all_to_all():
     dp_attn = layers.moe_comm(ks, moe, 256.0, 1.0, 8.0, 8, "ll", 8.0)
     assert all(float(np.ravel(t)[0]) == 0.0 for t in tp_only)
     assert all(float(np.ravel(t)[0]) > 0.0 for t in dp_attn)
+
+
+def test_trtllm_reserves_each_requests_whole_output_at_admission():
+    """GUARANTEED_NO_EVICT (TRT-LLM's default capacity scheduler) admits a request only
+    with KV for its prompt and all its output; vLLM and SGLang size by what is held."""
+    from perfmodel.memory import kv_per_sequence
+
+    trt, vllm = Calibration(engine="trtllm"), Calibration(engine="vllm")
+    assert kv_per_sequence(trt, 1000.0, 400.0, 200.0) == 1400.0
+    assert kv_per_sequence(vllm, 1000.0, 400.0, 200.0) == 1200.0
+    # an aggregated island's memory-bound batch follows: fewer sequences under TRT-LLM
+    cap = {e: aggregated_point(L40S, LLAMA8, 1, 1, 1, 4000, 4000.0, 0.0,
+                               Calibration(engine=e)).batch for e in ("trtllm", "vllm")}
+    per_seq = {e: one(kv_capacity_tokens(L40S, LLAMA8, col(1), col(1), col(1),
+                                         Calibration(engine=e))) for e in cap}
+    assert cap["trtllm"] <= per_seq["trtllm"] // 8000 + 1
+    assert cap["vllm"] > per_seq["vllm"] // 8000
