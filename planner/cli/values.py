@@ -67,7 +67,7 @@ def max_running_option() -> Any:
     return typer.Option(None, "--max-running", help="Most requests one engine scheduler "
                         "(attention group) runs at once: vLLM --max-num-seqs, SGLang "
                         "--max-running-requests per DP rank, TRT-LLM --max_batch_size.",
-                        show_default="the engine's (docs/perfmodel.md)")
+                        show_default="the engine's; docs/perfmodel.md")
 
 
 def max_tokens_option() -> Any:
