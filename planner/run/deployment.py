@@ -364,11 +364,17 @@ def _servers(raw: Any) -> tuple[Server, ...]:
     if not isinstance(raw, list):
         return ()
     out = []
-    for srv in raw:
-        if isinstance(srv, Mapping):
+    for k, srv in enumerate(raw):
+        if not isinstance(srv, Mapping):
+            continue
+        try:
             out.append(Server(int(srv["index"]), str(srv["gpu"]), int(srv["gpus"]),
                               tuple(int(i) for i in srv.get("islands") or []),
                               int(srv["gpus_used"]), bool(srv.get("partial"))))
+        except (KeyError, TypeError, ValueError) as err:
+            raise PlannerError(f"plan.servers[{k}]: must have integer index, gpus, "
+                               f"gpus_used and island indices, and a gpu name ({err})") \
+                from None
     return tuple(out)
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from perfmodel import SLO, get_model
 from perfmodel.engines import DEFAULT_ENGINE, get_engine
+from perfmodel.launch import engine_flag_error, fleet_engine
 from planner.context.request import PlanRequest
 from planner.core.defaults import (
     DEFAULT_MODEL,
@@ -428,11 +429,16 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         if free:
             raise at.error(f"unlimited availability needs a price > 0 for every type; "
                            f"{', '.join(free)} costs 0 in inventory '{inventory.name}'")
-    engine, at = _pick(flags.engine, "--engine", data, "engine", root, DEFAULT_ENGINE)
+    # as `planner plan` chooses: the vendor's engine, vLLM for a mix of vendors
+    gpus = [e.gpu for e in inventory.entries]
+    engine, at = _pick(flags.engine, "--engine", data, "engine", root, fleet_engine(gpus))
     try:
         engine = get_engine(str(engine)).name
     except PlannerError as err:
         raise at.error(str(err)) from None
+    wrong = engine_flag_error(engine, gpus)
+    if wrong:
+        raise at.error(wrong)
     ranges, at = _pick(flags.ranges, "--ranges", data, "ranges", root, DEFAULT_RANGES)
     ranges = int(positive(ranges, at, integer=True, le=MAX_RANGES))
     seed, at = _pick(flags.seed, "--seed", data, "seed", root, 0)

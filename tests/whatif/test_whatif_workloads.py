@@ -45,3 +45,24 @@ def test_example_spec_loads_and_expands():
     keys = {s.components for s in scenarios}
     assert len(keys) == 1 + len(spec.workloads) - sum(
         w.components == ((spec.workload, 1.0),) for w in spec.workloads)
+
+
+def test_the_engine_defaults_per_vendor_and_a_named_one_must_run_every_type(tmp_path):
+    from planner.core.errors import PlannerError
+    from planner.whatif.spec import Flags
+
+    inv = tmp_path / "amd.yaml"
+    inv.write_text("gpus:\n  - {type: MI300X, count: 8, price_per_hour: 3.0}\n"
+                   "  - {type: H100-SXM, count: 8, price_per_hour: 2.0}\n")
+    spec = tmp_path / "spec.yaml"
+    studies = "studies:\n  remove: [H100-SXM]\n"
+    spec.write_text(f"inventory: {inv}\nbudget: 40\n{studies}")
+    assert load_spec(spec).engine == "vllm"  # one engine runs both vendors
+    spec.write_text(f"inventory: {inv}\nbudget: 40\nengine: trtllm\n{studies}")
+    with pytest.raises(PlannerError, match="does not run on AMD GPUs") as err:
+        load_spec(spec)
+    assert "engine" in str(err.value) and err.value.exit_code == 2
+    nvidia = tmp_path / "nv.yaml"
+    nvidia.write_text("gpus:\n  - {type: H100-SXM, count: 8, price_per_hour: 2.0}\n")
+    assert load_spec(None, Flags(inventory=nvidia, budget=40.0,
+                                 budget_sweep="20,40")).engine == "trtllm"
