@@ -22,7 +22,7 @@ Sources of each figure: ``docs/perfmodel.md``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -53,9 +53,10 @@ class Calibration:
     #: -- planning against the pessimistic bound (``planner plan --plan-at p10``).
     plan_at: str = "point"
 
-    @property
+    @cached_property
     def profile(self) -> EngineProfile:
-        """The engine's profile with this calibration's overrides."""
+        """The engine's profile with this calibration's overrides (read in every perf-model
+        call: built once per calibration, which is immutable)."""
         prof = get_engine(self.engine).with_limits(self.limits)
         if self.micro_batch_overlap is not None:
             prof = replace(prof, micro_batch_overlap=self.micro_batch_overlap)

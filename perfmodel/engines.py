@@ -117,19 +117,20 @@ class EngineProfile:
                             self.graph_tiers[-1][1:])
         return np.where(np.asarray(tp, float) < 4, float(small), float(large))
 
-    def memory_fraction_on(self, gpu, tp) -> float:
-        """The memory fraction on ``gpu`` at attention TP ``tp``: the profile's, or
-        SGLang's rule (0.5.3 ``server_args``: reserve 512 MB + 1.5 x chunk + 2 x graph
-        batch + 1024 x tp / 8 MB, at least 10 GiB on > 60 GB GPUs; fraction = 1 -
-        reserve / memory)."""
+    def memory_fraction_on(self, gpu, tp):
+        """The memory fraction on ``gpu`` at attention TP ``tp`` (a number or an array):
+        the profile's, or SGLang's rule (0.5.3 ``server_args``: reserve 512 MB + 1.5 x
+        chunk + 2 x graph batch + 1024 x tp / 8 MB, at least 10 GiB on > 60 GB GPUs;
+        fraction = 1 - reserve / memory, to 3 decimals)."""
         if self.memory_fraction is not None:
             return self.memory_fraction
         mib = gpu.visible_bytes / _MIB
         reserve = (512.0 + 1.5 * max(self.prefill_token_budget, 2048)
-                   + 2.0 * float(self.graph_max_on(gpu, tp)) + 1024.0 * float(tp) / 8.0)
+                   + 2.0 * self.graph_max_on(gpu, tp) + 1024.0 * np.asarray(tp, float) / 8.0)
         if mib > 60 * 1024:
-            reserve = max(reserve, 10 * 1024.0)
-        return round((mib - reserve) / mib, 3)
+            reserve = np.maximum(reserve, 10 * 1024.0)
+        fraction = np.round((mib - reserve) / mib, 3)
+        return float(fraction) if fraction.ndim == 0 else fraction
 
     def overhead_bytes(self, tp):
         return (self.overhead_gb + self.overhead_per_peer_gb * (tp - 1.0)) * 1e9

@@ -58,7 +58,7 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, tp):
 _ACT_BYTES, _LOGIT_BYTES = 2.0, 4.0
 
 
-def activation_bytes(model: ModelSpec, tp, calib: Calibration):
+def activation_bytes(gpu: GPU, model: ModelSpec, tp, calib: Calibration):
     """Peak transient memory per GPU of one forward pass at the engine's token budget
     ``T`` -- what vLLM's start-up profiling run and TRT-LLM's activation estimate reserve
     before sizing the KV cache:
@@ -69,8 +69,8 @@ def activation_bytes(model: ModelSpec, tp, calib: Calibration):
     outputs and the MLP's gate, up and activated tensors (``I_eff`` the dense width, or
     for a MoE layer the shared experts plus ``top_k`` routed experts' width a token
     occupies), and the sampler's fp32 logits and probabilities for ``R`` = min(max
-    running, T) sequences over the vocabulary ``V`` (engines sample one row per running
-    request).  Zero for the thesis's rule (seed 002 models no activations)."""
+    running on ``gpu``, T) sequences over the vocabulary ``V`` (engines sample one row
+    per running request).  Zero for the thesis's rule (seed 002 models no activations)."""
     prof = calib.profile
     if prof.memory_rule == "thesis" or not prof.prefill_token_budget:
         return 0.0 * np.asarray(tp, float)
@@ -85,7 +85,7 @@ def activation_bytes(model: ModelSpec, tp, calib: Calibration):
         width = max(width, model.shared_intermediate
                     + model.experts_per_token * model.moe_intermediate)
     layer = _ACT_BYTES * tokens * (2.0 * model.hidden + np.maximum(qkv, 3.0 * width) / tp)
-    rows = min(float(prof.max_running), tokens)  # the largest default: a bound
+    rows = min(float(prof.max_running_on(gpu)), tokens)
     return layer + _LOGIT_BYTES * 2.0 * rows * model.vocab / tp
 
 
@@ -103,14 +103,11 @@ def usable_bytes(gpu: GPU, calib: Calibration, model: ModelSpec, tp=1.0):
     # seed 002's rule reads the datasheet figure as decimal GB, as the thesis did
     hbm = gpu.hbm_gb * 1e9 if prof.memory_rule == "thesis" else gpu.visible_bytes
     tp = np.asarray(tp, float)
-    runtime = activation_bytes(model, tp, calib) + prof.overhead_bytes(tp)
-    if prof.memory_rule == "total":
-        return prof.memory_fraction_on(gpu, tp) * hbm - runtime
+    runtime = activation_bytes(gpu, model, tp, calib) + prof.overhead_bytes(tp)
     if prof.memory_rule == "free":
         return hbm - runtime
-    if prof.memory_rule == "static":  # the fraction depends on tp (SGLang's rule)
-        return np.vectorize(lambda t: prof.memory_fraction_on(gpu, t))(tp) * hbm
-    return prof.memory_fraction_on(gpu, tp) * hbm + 0.0 * tp
+    fraction = prof.memory_fraction_on(gpu, tp)
+    return fraction * hbm - (runtime if prof.memory_rule == "total" else 0.0)
 
 
 def kv_pool_bytes(gpu: GPU, model: ModelSpec, tp, dp, ep, calib: Calibration):

@@ -27,7 +27,7 @@ score it.
   group (the engine instance's running sequences) in the posed files, whose headers
   define it so; a posed decode row without a batch is posed as "the largest batch the
   KV cache holds at isl + osl" (``memory.max_decode_batch``, and at most what the engine
-  runs, :func:`engine_cap`).
+  runs, ``memory.engine_batch_cap``).
 * ``static`` mode: ``batch`` prompts prefilled in one pass, then ``osl`` decode steps
   (``prefill_pass_time`` + ``StepModel.request_time``): ``static_e2e_latency_s`` is that
   sum (vLLM ``benchmark_latency``), ``output_tok_s_*`` is batch x osl over it.
@@ -74,7 +74,7 @@ from perfmodel.calibration import Calibration
 from perfmodel.decode import step_model
 from perfmodel.errors import InputError
 from perfmodel.hardware import get_gpu
-from perfmodel.memory import max_decode_batch
+from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time, prefill_time
 
@@ -211,15 +211,6 @@ def _no_path(case: Case) -> NotPredictable:
                           f"{case.mode}")
 
 
-def engine_cap(gpu, model, calib: Calibration) -> float:
-    """The most sequences the engine runs per attention group
-    (``memory.engine_batch_cap`` where the model has one; else no cap)."""
-    from perfmodel import memory
-
-    cap = getattr(memory, "engine_batch_cap", None)
-    return float(cap(gpu, model, calib)) if cap is not None else float("inf")
-
-
 def aggregated_batch(case: Case) -> int | None:
     """The batch cap per attention group an aggregated row's load poses (None: the
     largest the KV cache holds): ``concurrency / dp``, ``max_num_seqs``, ``batch`` (as
@@ -268,7 +259,7 @@ def predict(case: Case) -> float:
         if not group:
             group = min(float(np.ravel(max_decode_batch(gpu, model, tp, dp, ep,
                                                         _col(isl + osl), calib))[0]),
-                        engine_cap(gpu, model, calib))
+                        engine_batch_cap(gpu, model, calib))
         if group < 1:
             raise NotPredictable("infeasible: the model's KV cache holds no sequence of "
                                  "isl + osl tokens after the weights (the source ran it: "
@@ -298,10 +289,11 @@ def predict(case: Case) -> float:
                               ttft_ms=case.slo_ttft_ms or None,
                               tpot_ms=case.slo_tpot_ms or None)
         if not pt.feasible:
-            fits = float(np.ravel(max_decode_batch(gpu, model, tp, dp, ep,
-                                                   _col(isl + 0.5 * osl), calib))[0])
+            sized = kv_per_sequence(calib, isl, osl, 0.5 * osl)  # as aggregated_point
+            fits = float(np.ravel(max_decode_batch(gpu, model, tp, dp, ep, _col(sized),
+                                                   calib))[0])
             raise NotPredictable(
-                "infeasible: " + ("the model's KV cache holds no sequence of isl + osl/2 "
+                "infeasible: " + (f"the model's KV cache holds no sequence of {sized:,.0f} "
                                   "tokens after the weights" if fits < 1 else
                                   "no batch meets the SLO ceilings")
                 + " (the source ran it: a miss of the model, not a number to score)")

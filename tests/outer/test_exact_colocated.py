@@ -5,10 +5,9 @@ the real perf model it finds the one-island colocated plan a local polish missed
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from island_partitions import partitions
 
 from planner.inner.max_rate import MaxRateMILP
 from planner.inner.problem import InnerProblem, IslandSpec
@@ -35,16 +34,6 @@ def synthetic_tables(factor: float = 1.3):
         both[("B", g)] = (np.array([1.2, 1.0, 0.8]) if g == 1
                           else factor * p * d / (p + d))
     return tables, both
-
-
-def partitions(n, max_part):
-    """Multisets of island sizes (each <= max_part) with sum <= n."""
-    out = [()]
-    for k in range(1, n + 1):
-        for combo in itertools.combinations_with_replacement(range(1, max_part + 1), k):
-            if sum(combo) <= n:
-                out.append(combo)
-    return out
 
 
 def inner_rate(layout, tables, both, prob=PROB):

@@ -3,10 +3,9 @@ respects inventory and budget, and the target-rate mode minimises cost."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from island_partitions import partitions
 
 from planner.inner.max_rate import MaxRateMILP
 from planner.inner.problem import InnerProblem, IslandSpec
@@ -26,16 +25,6 @@ def synthetic_tables():
         dec = np.zeros(3) if g == 1 else np.array([2.0, 2.0, 1.5]) * g ** 1.5
         tables[("B", g)] = (np.array([5.0, 3.0, 2.0]) * g * 0.9, dec)
     return tables
-
-
-def partitions(n, max_part):
-    """Multisets of island sizes (each <= max_part) with sum <= n."""
-    out = [()]
-    for k in range(1, n + 1):
-        for combo in itertools.combinations_with_replacement(range(1, max_part + 1), k):
-            if sum(combo) <= n:
-                out.append(combo)
-    return out
 
 
 def brute_force(space, tables):

@@ -69,12 +69,12 @@ def test_sglang_memory_fraction_is_its_reserve_rule():
 @pytest.mark.parametrize("engine", ["vllm", "trtllm"])
 def test_activations_and_overheads_come_out_of_the_kv_cache(engine):
     calib = Calibration(engine=engine)
-    act = float(np.ravel(activation_bytes(LLAMA8, 1, calib))[0])
+    act = float(np.ravel(activation_bytes(H100, LLAMA8, 1, calib))[0])
     # 8192 tokens of residual stream and MLP tensors, 1024-2048 rows of fp32 logits
     assert 1e9 < act < 6e9
     more = calib.with_limits(EngineLimits(max_tokens=32768))
     per_token = 2.0 * (2 * LLAMA8.hidden + 3 * LLAMA8.intermediate)  # bf16, the MLP's peak
-    assert one(activation_bytes(LLAMA8, 1, more)) - act == pytest.approx(
+    assert one(activation_bytes(H100, LLAMA8, 1, more)) - act == pytest.approx(
         (32768 - 8192) * per_token, rel=1e-12)
     kv = kv_capacity_tokens(H100, LLAMA8, col(1), col(1), col(1), calib)
     kv_more = kv_capacity_tokens(H100, LLAMA8, col(1), col(1), col(1), more)

@@ -14,7 +14,7 @@ from perfmodel import validation_units as units
 from perfmodel.aggregated import aggregated_point
 from perfmodel.decode import step_model
 from perfmodel.hardware import get_gpu
-from perfmodel.memory import max_decode_batch
+from perfmodel.memory import engine_batch_cap, max_decode_batch
 from perfmodel.prefill import prefill_pass_time, prefill_time
 
 
@@ -81,7 +81,7 @@ def test_decode_without_a_batch_runs_the_largest_the_kv_cache_holds():
     c = case(mode="decode", tp=1, dp=1, gpus=1, batch=0, unit="output_tok_s_per_gpu")
     gpu, m, cal = parts(c)
     group = min(float(max_decode_batch(gpu, m, col(1), col(1), col(1), col(2500.0),
-                                       cal)[0, 0]), val.engine_cap(gpu, m, cal))
+                                       cal)[0, 0]), engine_batch_cap(gpu, m, cal))
     sm = step_model(gpu, m, col(group), col(1), col(1), col(1), cal)
     step = float(sm.step_time(2000 + 250.0)[0, 0])
     assert group > 1 and val.predict(c) == pytest.approx(group / step)
