@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("planner.sim",),
     ("planner.plan",),
     ("planner.closed_plan", "planner.report", "planner.whatif", "planner.export"),
+    ("planner.services",),
     ("planner.cli",),
 ]
 

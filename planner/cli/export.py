@@ -20,7 +20,8 @@ from planner.cli.console import results_console
 
 def export(
     run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan` "
-                                   "(it holds plan.json).", metavar="RUN_DIR"),
+                                   "(it holds plan.json, or fleet.json for a fleet).",
+                                   metavar="RUN_DIR"),
     fmt: str = typer.Option("shell", "--format", help="shell: one launch script per island, "
                             "router.json and a README; k8s: manifests.yaml (Deployments, "
                             "LeaderWorkerSets, Services, ConfigMaps) and router.json."),
@@ -38,6 +39,15 @@ def export(
         raise PlannerError(f"--format: {fmt!r} is not a format ({', '.join(FORMATS)})")
     target = out if out is not None else run_dir / "export"
     check_run_folder(target, "--out", run_file="router.json")
+    from planner.services.run import is_fleet_run
+
+    if is_fleet_run(run_dir):  # several services (planner plan --fleet)
+        from planner.services.export import fleet_export_files
+
+        written = publish(fleet_export_files(run_dir, fmt), target)
+        results_console().print(f"wrote {len(written)} files in {target}; start with "
+                                f"{target / 'README.md'}", highlight=False, soft_wrap=True)
+        return
     dep, files = export_files(run_dir, fmt)
     written = publish(files, target)
     console = results_console()

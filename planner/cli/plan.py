@@ -141,6 +141,10 @@ def plan(
                                          "proposals side by side"),
     ray_address: str = values.ray_address_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
+    fleet: Path = typer.Option(None, "--fleet", help="Several services (model, workload, "
+                               "SLO, share or target each) on the one inventory and "
+                               "budget: a fleet file (docs/fleet.md; fleets/example.yaml).",
+                               show_default="one model"),
 ) -> None:
     """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
     from planner.fleet.inventory import load_inventory
@@ -165,6 +169,29 @@ def plan(
     values.number(iterations, "--iterations", integer=True, ge=1, le=values.MAX_ITERATIONS)
     values.number(batch_size, "--batch-size", integer=True, ge=1, le=values.MAX_BATCH_SIZE)
     values.number(exact_time_limit, "--exact-time-limit", gt=0, le=values.MAX_TIME_LIMIT)
+    if fleet is not None:
+        from planner.cli.fleet import plan_fleet, refuse
+
+        refuse([flag for flag, value, default in (
+            ("--model", model, DEFAULT_MODEL), ("--workload", workload, DEFAULT_WORKLOAD),
+            ("--ttft", ttft_ms, DEFAULT_SLO.ttft_ms), ("--tpot", tpot_ms, DEFAULT_SLO.tpot_ms),
+            ("--no-slo", no_slo, False), ("--engine", engine, None),
+            ("--target-rps", target_rps, None), ("--max-running", max_running, None),
+            ("--max-tokens", max_tokens, None), ("--mem-fraction", mem_fraction, None),
+            ("--search", search, "auto"), ("--inner", inner, DEFAULT_INNER),
+            ("--iterations", iterations, None), ("--batch-size", batch_size, None),
+            ("--objective", objective, "analytic"), ("--resume", resume, False),
+            ("--workers", workers, None), ("--ray-address", ray_address, None),
+            ("--no-sim-check", sim_check, True), ("--no-exact", exact, True),
+            ("--no-homogeneous", homogeneous, True)) if value != default])
+        if plan_at not in PLAN_AT:
+            raise PlannerError(f"--plan-at must be one of {', '.join(PLAN_AT)}, got "
+                               f"{plan_at!r}")
+        plan_fleet(fleet, inventory, budget, seed=seed, ranges=ranges, router=router,
+                   plan_at=plan_at, colocated=colocated,
+                   island_granularity=island_granularity,
+                   exact_time_limit=exact_time_limit, out=out, quiet=quiet)
+        return
     if resume and out is None:
         raise PlannerError("--resume needs the --out folder of the interrupted run")
     if engine is not None:

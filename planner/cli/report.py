@@ -12,13 +12,25 @@ from planner.cli.console import results_console
 
 def report(
     run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan` "
-                                   "(it holds plan.json).", metavar="RUN_DIR"),
+                                   "(it holds plan.json, or fleet.json for a fleet).",
+                                   metavar="RUN_DIR"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the summary."),
 ) -> None:
     """Re-render report.html, report.md, the CSV tables and the plots from plan.json."""
     # imported here so that other commands do not pay for matplotlib at start-up
     from planner.report import load_plan, render_report, summary_text
+    from planner.services.run import is_fleet_run
 
+    if is_fleet_run(run_dir):  # a fleet: its report and every service's
+        from planner.cli.fleet import summary_lines
+        from planner.services.run import rerender_fleet
+
+        fleet, written = rerender_fleet(run_dir)
+        if not quiet:
+            for line in summary_lines(fleet):
+                print(line)
+        print(f"re-rendered {len(written)} files in {run_dir}; open {run_dir / 'report.html'}")
+        return
     written = render_report(run_dir)
     console = results_console()
     if not quiet:

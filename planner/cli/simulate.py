@@ -27,7 +27,6 @@ from perfmodel.engines import ENGINES, get_engine
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import sim_bars
-from planner.core.errors import PlannerError
 from planner.sim.routers.registry import ROUTERS
 from planner.workload.loaders import TRACE_FORMATS
 
@@ -95,6 +94,13 @@ def simulate(
     if workload is not None:
         values.naming("--workload", load_workload, workload)
     plan_path = run_dir / "plan.json"
+    if (run_dir / "fleet.json").is_file() and not plan_path.exists():
+        from planner.core.errors import PlannerError
+
+        raise PlannerError(f"{run_dir}: a fleet run (fleet.json): simulate one of its "
+                           f"services, {run_dir}/services/NAME; each was closed in "
+                           "simulation at the rate the fleet promises it (fleet.json, "
+                           "services[].slo_attainment_at_promise)")
     plan = load_plan(plan_path)
     if router is None:
         router = str(((plan.get("summary") or {}).get("closed_loop") or {}).get("router")

@@ -30,8 +30,8 @@ from planner.run import files
 from planner.run.schema import SCHEMA_VERSION, check_plan, dumps_plan, load_plan
 from planner.run.simulations import load_index
 
-__all__ = ["SCHEMA_VERSION", "RENDERED", "load_plan", "render_report", "summary_plain",
-           "summary_text", "write_run"]
+__all__ = ["SCHEMA_VERSION", "RENDERED", "load_plan", "render_report", "rendered_run",
+           "summary_plain", "summary_text", "write_run"]
 
 PLAN_FILE = "plan.json"
 RENDERED = (*csv_tables.TABLES, *plots.FIGURES, "report.md", "report.html")
@@ -68,15 +68,22 @@ def write_run(plan_dict: Mapping[str, Any], run_dir: Path) -> list[Path]:
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():  # before the work of rendering
         raise PlannerError(f"{run_dir}: exists and is not a folder")
-    source = str(run_dir / PLAN_FILE)
+    return files.publish(rendered_run(plan_dict, run_dir, _simulations(run_dir)), run_dir)
+
+
+def rendered_run(plan_dict: Mapping[str, Any], run_dir: Path,
+                 sims: list[dict[str, Any]] | None = None) -> dict[str, bytes]:
+    """plan.json (checked against its schema) and every file rendered from it, in
+    memory, by name: what :func:`write_run` publishes into ``run_dir`` (named in
+    errors), and what a fleet run publishes for each of its services."""
+    source = str(Path(run_dir) / PLAN_FILE)
     try:
         text = dumps_plan(plan_dict)
     except (TypeError, ValueError) as err:
         raise PlannerError(f"{source}: the plan is not JSON-serialisable: {err}") from None
     plan = json.loads(text)
     check_plan(plan, source)
-    rendered = {PLAN_FILE: text.encode("utf-8"), **_render(plan, _simulations(run_dir))}
-    return files.publish(rendered, run_dir)
+    return {PLAN_FILE: text.encode("utf-8"), **_render(plan, sims)}
 
 
 def render_report(run_dir: Path, extra: Mapping[str, bytes] | None = None,

@@ -1,0 +1,92 @@
+"""`planner export` of a fleet run: each service's launch files and one router config.
+
+    EXPORT/<service>/...     what `planner export` writes for that service's run folder
+                             (launch scripts or manifests, its router.json, README)
+    EXPORT/router.json       the fleet's router: a request's service (the OpenAI API
+                             ``model`` field) picks the service, then that service's
+                             length-range routing applies
+    EXPORT/README.md         the services, their folders and how to start them
+
+Island host variables are per service (``$CHAT_ISLAND_00_HOST``), and so are Kubernetes
+object names (``chat-island-00-...``, ``chat-planner-router``): the services' islands are
+different servers, and one router and one namespace must tell them apart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from planner.export import export_files
+from planner.services.run import SERVICES, load_fleet_run
+
+FLEET_ROUTER_SCHEMA = "hetero-planner fleet router config 1"
+_TEXT = (".json", ".yaml", ".yml", ".md", ".sh", ".txt")
+
+
+def env_prefix(service: str) -> str:
+    """``code-v2`` -> ``CODE_V2_``: the service's prefix on its host variables."""
+    return re.sub(r"[^A-Z0-9]", "_", service.upper()) + "_"
+
+
+def _prefixed(data: bytes, prefix: str) -> bytes:
+    text = data.decode("utf-8")
+    return re.sub(r"(\$\{?)ISLAND_", lambda m: f"{m.group(1)}{prefix}ISLAND_",
+                  text).encode("utf-8")
+
+
+def k8s_prefix(service: str) -> str:
+    """``Code_v2`` -> ``code-v2-``: the service's prefix on its Kubernetes object names
+    (lower-case RFC 1123 labels), so two services' objects do not collide."""
+    return re.sub(r"[^a-z0-9-]", "-", service.lower()).strip("-") + "-"
+
+
+def _k8s_named(data: bytes, prefix: str) -> bytes:
+    text = data.decode("utf-8")
+    return re.sub(r"\b(planner-router|planner-engine-config|island-\d)",
+                  lambda m: prefix + m.group(1), text).encode("utf-8")
+
+
+def fleet_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, bytes]:
+    """Every file of a fleet run's export in ``fmt``, by name; nothing is written.
+    A service whose engine cannot start one of its islands fails the whole export
+    (one line naming the service's plan and the island)."""
+    run_dir = Path(run_dir)
+    fleet, _plans = load_fleet_run(run_dir)
+    out: dict[str, bytes] = {}
+    services: dict[str, Any] = {}
+    lines = [f"# Fleet {fleet['fleet']['name']}: launch files", "",
+             "One folder per service, each as `planner export` writes it for one plan "
+             "(start with its README).  Host variables carry the service's prefix "
+             "(`$CHAT_ISLAND_00_HOST`).  `router.json` routes a request to its service "
+             "by the request's `model` field, then by prompt length within the service.",
+             "", "| service | model | promised requests/s | folder |", "|---|---|---:|---|"]
+    for svc in fleet["services"]:
+        name = str(svc["name"])
+        prefix = env_prefix(name)
+        _dep, files = export_files(run_dir / SERVICES / name, fmt)
+        for fname, data in files.items():
+            if fname.endswith(_TEXT):
+                data = _prefixed(data, prefix)
+                if fmt == "k8s":
+                    data = _k8s_named(data, k8s_prefix(name))
+            out[f"{name}/{fname}"] = data
+        router = json.loads(out[f"{name}/router.json"])
+        services[name] = {"model": svc["model"], "served_model_name": svc["model"],
+                          "requests_per_s": svc["requests_per_s"], "slo": svc["slo"],
+                          "host_prefix": prefix, "router": router}
+        lines.append(f"| {name} | {svc['model']} | {svc['requests_per_s']:,.1f} | "
+                     f"`{name}/` |")
+    config = {"schema": FLEET_ROUTER_SCHEMA, "fleet": fleet["fleet"]["name"],
+              "routing": "pick the service whose served_model_name equals the request's "
+                         "model field (unknown: reject); then route as that service's "
+                         "router does (its 'routing' field)",
+              "services": services}
+    out["router.json"] = (json.dumps(config, indent=1) + "\n").encode("utf-8")
+    out["README.md"] = ("\n".join(lines) + "\n").encode("utf-8")
+    return out
+
+
+__all__ = ["FLEET_ROUTER_SCHEMA", "env_prefix", "fleet_export_files", "k8s_prefix"]

@@ -1,0 +1,527 @@
+"""A fleet through the closed loop: one promise per service, and λ for the fleet.
+
+``planner plan`` promises, for one model, the highest rate at which its SLO holds in
+simulation on seeds the search never used (:mod:`planner.sim.closed_loop`).  A fleet is
+held to the same promise, service by service:
+
+* **Every service through the one loop.**  The joint MILP's islands of each service are
+  solved as a plan of that service and closed exactly as a single-model plan is
+  (:func:`planner.closed_plan.close_one`): each gets the highest rate at which *its*
+  SLO holds, under its own workload's arrivals.  The services' islands are disjoint (an
+  island serves one service) and a router sends a request only to its service's
+  islands, so simulating the services one by one is simulating the fleet with every
+  service's arrivals at once: nothing a service's requests touch is shared with
+  another's.  (A shared network fabric would couple them; the planner prices each
+  service's KV transfers on its own islands' tiers, as for one model.)
+* **λ is the weakest service's.**  With shares, the fleet promises λ = min over
+  services of (its headline / its share): at λ every service gets λ × its share at its
+  SLO.  That is re-checked by simulating every service at exactly λ × its share on the
+  three unseen seeds (:func:`_hold`); a service that falls short there lowers λ.
+* **What simulation measured goes back into the MILP.**  The analytic tables do not see
+  queueing: a service can hold its SLO at a fraction of what its islands sustain (a
+  tight TPOT on cheap decode islands), leaving the other services with slack λ cannot
+  use.  So the first round's measurements -- each island kind's measured capacity, and
+  the SLO's fraction charged to the kinds of the phase whose ceiling broke
+  (:func:`measured`) -- correct the tables of a second solve (``ROUNDS``).  The joint
+  MILP and the best split learn from the same measurements (both rounds' islands), so
+  the second joint solve sees everything the split's islands revealed: on the corrected
+  tables every split is again a feasible point of the joint MILP.
+* **The answer is the best fleet the run found.**  Every round of the joint plan and of
+  the best independent split (:func:`planner.services.solve.best_split`) is a fleet
+  closed by the same promise; the answer is the one with the highest λ (with targets:
+  the cheapest that holds every target), and the run says where it came from.
+  With targets the loop re-plans a service that falls short for a target raised by its
+  shortfall (as :mod:`planner.closed_plan` does for one model) until every target holds
+  on every seed, or says which service cannot be served.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.capacity_band import plan_band
+from planner.closed_plan import _in_background, close_one
+from planner.core.errors import NoPlanError
+from planner.services.solve import (
+    Correction,
+    FleetRequest,
+    FleetSolution,
+    ServiceModel,
+    alone,
+    best_split,
+    service_plans,
+    solo_ceiling,
+    solve_fleet,
+)
+from planner.sim.closed_loop import ATTAIN_TARGET, simulate_at, verify_seeds
+
+Say = Callable[[str], None]
+#: The label of the best combination of measured layouts (:func:`combine`).
+COMBINED = "joint choice of measured islands"
+#: Rounds with budget shares: the perf model's, then one on tables corrected by what
+#: the first round's simulations measured.
+ROUNDS = 2
+#: Re-plans in target mode, and the most one re-plan raises a service's asked rate by.
+TARGET_ROUNDS, GROWTH = 5, 2.0
+#: λ is lowered by this factor while a service misses its SLO at λ × share.
+BACKOFF, BACKOFFS = 0.95, 4
+#: The floor of a measured fraction (a service whose islands hold no load at all).
+NO_LOAD_FACTOR = 0.25
+
+
+@dataclass
+class Outcome:
+    """One fleet (a joint or a split solution) closed: its islands, every service's
+    closed plan dict, and the promise."""
+
+    label: str  # "joint, round 1", "best split, round 2", ...
+    solution: FleetSolution
+    plans: dict[str, dict[str, Any]]  # service -> closed plan dict
+    rate: float  # λ (shares) or the largest target (targets) held in simulation; 0: none
+    analytic: float  # the perf model's figure for the same islands
+    checks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    short: list[str] = field(default_factory=list)  # targets: services short of theirs
+    #: the round each service's islands come from (a combination; :func:`combine`)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "split" if self.label.startswith("best split") else "joint"
+
+    @property
+    def cost_per_hour(self) -> float:
+        return sum(float(p["summary"]["cost_per_hour"]) for p in self.plans.values())
+
+    def headlines(self) -> dict[str, float]:
+        return {n: float(p["summary"]["requests_per_s"]) for n, p in self.plans.items()}
+
+    def record(self) -> dict[str, Any]:
+        """Its line in fleet.json's ``rounds``."""
+        return {"label": self.label, "lambda_rps": self.rate,
+                "analytic_lambda_rps": self.analytic, "milp_lambda_rps": self.solution.value,
+                "cost_per_hour": self.cost_per_hour,
+                "service_headline_rps": self.headlines(), "short": list(self.short)}
+
+
+@dataclass
+class FleetOutcome:
+    """The fleet run's answer, the best joint and best split outcomes, every round."""
+
+    answer: Outcome
+    joint: Outcome | None  # the joint choice of measured islands (:func:`combine`)
+    split: Outcome | None  # the best independent split's best round
+    rounds: list[dict[str, Any]]
+    milp: Outcome | None = None  # the joint MILP's best round
+
+
+def _close_all(models: Sequence[ServiceModel], sol: FleetSolution, seed: int, router: str,
+               say: Say, label: str) -> dict[str, dict[str, Any]]:
+    plans = service_plans(models, sol)
+    out = {}
+    for name, plan in plans.items():
+        say(f"{label}: service {name}, {len(plan.layout)} island(s), through the closed loop")
+        out[name] = close_one(plan, seed=seed, router=router)
+    return out
+
+
+def close_solution(req: FleetRequest, models: Sequence[ServiceModel], sol: FleetSolution,
+                   label: str, *, seed: int = 0, router: str = "range",
+                   say: Say | None = None,
+                   targets: dict[str, float] | None = None) -> Outcome:
+    """Every service of ``sol`` through the closed loop: λ = min headline / share, or
+    (``targets``) the largest target when every service holds its own, else 0 with the
+    services that fall short."""
+    speak = say or (lambda _m: None)
+    plans = _close_all(models, sol, seed, router, speak, label)
+    heads = {n: float(p["summary"]["requests_per_s"]) for n, p in plans.items()}
+    planned = {n: float(p["summary"].get("analytic_requests_per_s") or 0.0)
+               for n, p in plans.items()}
+    if targets is None:
+        share = {s.name: float(s.share or 0.0) for s in req.fleet.services}
+        rate = min(heads[n] / share[n] for n in heads)
+        analytic = min(planned[n] / share[n] for n in planned)
+        speak(f"{label}: λ {rate:,.1f} requests/s for ${sol.cost_per_hour:,.2f}/h (each "
+              "service's own headline: " + ", ".join(f"{n} {heads[n]:,.1f}"
+                                                     for n in heads) + ")")
+        return Outcome(label, sol, plans, rate, analytic)
+    short = [n for n in heads if heads[n] < targets[n] * (1 - 1e-9)]
+    top = max(targets.values())
+    speak(f"{label}: ${sol.cost_per_hour:,.2f}/h; " + (
+        f"{', '.join(short)} short of target" if short else "every target holds"))
+    return Outcome(label, sol, plans, 0.0 if short else top,
+                   min(planned[n] / targets[n] for n in planned) * top, short=short)
+
+
+def _limiting_phase(loop: dict[str, Any]) -> str | None:
+    """Which phase's ceiling the service's SLO broke on first -- "prefill" (TTFT) or
+    "decode" (TPOT) -- from the lowest-rate failing simulation of its closed loop on
+    the search's seed; None when the SLO never broke (it held up to saturation)."""
+    seeds = loop.get("seeds") or []
+    failed = [c for c in loop.get("checks") or []
+              if c.get("router") == loop.get("router") and seeds
+              and c.get("seed") == seeds[0]
+              and float(c.get("attainment") or 0.0) < ATTAIN_TARGET]
+    if not failed:
+        return None
+    low = min(failed, key=lambda c: float(c["offered_rps"]))
+    ttft, tpot = (float(low.get(k) or 0.0) for k in ("ttft_miss", "tpot_miss"))
+    return "prefill" if ttft >= tpot else "decode"
+
+
+def measured(plan: dict[str, Any]) -> Correction:
+    """What one service's closed loop measured (:class:`Correction`).
+
+    Every island kind the loop saturated gets its measured / planned capacity.  If the
+    SLO held only below saturation -- at a fraction r of it -- the phase whose ceiling
+    broke first (TTFT: prefill, TPOT: decode) gets r, for every island of the service in
+    that phase, measured or not: the operating point puts every island of a phase at
+    its SLO's edge (a decode island's batch is the largest whose step meets TPOT), so
+    bursts push any of them over, whatever its type -- charging only the kinds seen
+    fail would send the next solve to kinds that fail the same way."""
+    loop = plan["summary"].get("closed_loop") or {}
+    kinds = {str(k): float(v) for k, v in (loop.get("capacity_factors") or {}).items()}
+    head = float(loop.get("headline_requests_per_s") or 0.0)
+    sat = float(loop.get("saturation_requests_per_s") or 0.0)
+    ratio = max(min(head / sat, 1.0), NO_LOAD_FACTOR) if sat > 0 and head > 0 \
+        else NO_LOAD_FACTOR
+    phase = _limiting_phase(loop) if ratio < 1.0 else None
+    if ratio < 1.0 and phase is None:  # no load held at all: both phases are suspect
+        return Correction(kinds, {"prefill": ratio, "decode": ratio})
+    return Correction(kinds, {phase: ratio} if phase is not None else {})
+
+
+def corrections(outcomes: Sequence[Outcome | None]) -> dict[str, Correction]:
+    """Every service's :class:`Correction` from the outcomes' closed loops; a kind or a
+    phase measured in several of them gets the mean of its figures (a phase measured
+    in one outcome only counts 1 for the others, where it held up to saturation)."""
+    kinds: dict[str, dict[str, list[float]]] = {}
+    phases: dict[str, dict[str, list[float]]] = {}
+    seen: dict[str, int] = {}
+    for out in outcomes:
+        if out is None:
+            continue
+        for name, plan in out.plans.items():
+            c = measured(plan)
+            seen[name] = seen.get(name, 0) + 1
+            for key, f in c.kinds.items():
+                kinds.setdefault(name, {}).setdefault(key, []).append(f)
+            for key, f in c.phases.items():
+                phases.setdefault(name, {}).setdefault(key, []).append(f)
+    return {name: Correction(
+        {k: sum(v) / len(v) for k, v in kinds.get(name, {}).items()},
+        {k: (sum(v) + (n - len(v))) / n for k, v in phases.get(name, {}).items()})
+        for name, n in seen.items()}
+
+
+def _verify(plans: dict[str, dict[str, Any]], rates: dict[str, float], seed: int,
+            router: str) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """Every service simulated at ``rates[name]`` on the unseen seeds: (checks by
+    service, the services whose attainment falls below the loop's target)."""
+    checks: dict[str, list[dict[str, Any]]] = {}
+    short = []
+    for name, plan in plans.items():
+        checks[name] = []
+        if rates[name] <= 0:
+            continue
+        for s in verify_seeds(seed):
+            c = simulate_at(plan, rates[name], s, router=router)
+            checks[name].append(c.to_dict())
+            if c.attainment < ATTAIN_TARGET:
+                short.append(name)
+                break
+    return checks, short
+
+
+def hold(req: FleetRequest, out: Outcome, *, seed: int = 0, router: str = "range",
+         say: Say | None = None) -> None:
+    """Simulate every service at exactly the rate the fleet promises it (λ × share, or
+    its target) on the unseen seeds, lowering λ while one misses (each service's own
+    headline was verified on those seeds, but at its own rate); the checks are kept as
+    the promise's evidence.  A target that misses sets the rate to 0."""
+    speak = say or (lambda _m: None)
+    for _ in range(BACKOFFS):
+        if out.rate <= 0:
+            return
+        rates = {n: rate_of(req, out, n) for n in out.plans}
+        out.checks, short = _verify(out.plans, rates, seed, router)
+        if not short:
+            return
+        if req.targets:
+            out.short, out.rate = short, 0.0
+            return
+        speak(f"{out.label}: {', '.join(short)} miss the SLO at λ {out.rate:,.1f} on an "
+              "unseen seed: lowering λ")
+        out.rate *= BACKOFF
+    out.rate = 0.0
+
+
+def rate_of(req: FleetRequest, out: Outcome, name: str) -> float:
+    """The rate the fleet promises service ``name``: λ × share, or its target."""
+    svc = req.fleet.service(name)
+    return out.rate * float(svc.share) if svc.share is not None \
+        else float(svc.target_rps or 0.0)
+
+
+# -- the best split, runnable in a worker process ------------------------------------------
+
+_MODELS: list[tuple[FleetRequest, list[ServiceModel]]] = []
+_CEILING: dict[int, float] = {}
+
+
+def _models_for(req: FleetRequest) -> list[ServiceModel]:
+    """The services' planning contexts for ``req``, built once per process (a worker
+    runs several rounds of one request)."""
+    for known, models in _MODELS:
+        if known == req:
+            return models
+    models = [ServiceModel.build(req, s) for s in req.fleet.services]
+    _MODELS[:] = [(req, models)]
+    return models
+
+
+def split_round(req: FleetRequest, correction: dict[str, Correction] | None, label: str,
+                *, seed: int = 0, router: str = "range",
+                models: Sequence[ServiceModel] | None = None) -> Outcome | None:
+    """One round of the best split (shares), found and closed; None when no split serves
+    every service.  Takes the request alone, so a worker process can run it beside the
+    joint plan: its contexts and its ceiling (:func:`solo_ceiling`, which needs no joint
+    MILP) are built there once."""
+    models = models or _models_for(req)
+    key = id(models)
+    if key not in _CEILING:
+        _CEILING.clear()
+        _CEILING[key] = solo_ceiling(req, models)
+    sol = best_split(req, models, _CEILING[key], correction=correction)
+    if sol is None:
+        return None
+    return close_solution(req, models, sol, label, seed=seed, router=router)
+
+
+def split_targets(req: FleetRequest, *, seed: int = 0, router: str = "range",
+                  models: Sequence[ServiceModel] | None = None) -> list[Outcome]:
+    """Every service alone for its target, re-planned while one falls short."""
+    models = models or _models_for(req)
+    return _target_rounds(req, lambda asked: alone(req, models, asked), models, seed, router,
+                          None, "best split")
+
+
+def _target_rounds(req: FleetRequest,
+                   solve: Callable[[dict[str, float]], FleetSolution | None],
+                   models: Sequence[ServiceModel], seed: int, router: str,
+                   say: Say | None, label: str) -> list[Outcome]:
+    """Targets: plan for the asked rates, close, raise the asked rate of every service
+    that falls short by its shortfall, until every target holds on every seed (the last
+    outcome's rate is then the largest target) or the rounds run out."""
+    targets = {s.name: float(s.target_rps or 0.0) for s in req.fleet.services}
+    asked = dict(targets)
+    outs: list[Outcome] = []
+    for r in range(TARGET_ROUNDS):
+        sol = solve(dict(asked))
+        if sol is None:
+            break
+        out = close_solution(req, models, sol, f"{label}, round {r + 1}", seed=seed,
+                             router=router, say=say, targets=targets)
+        if not out.short:
+            hold(req, out, seed=seed, router=router, say=say)
+        outs.append(out)
+        if out.rate > 0:
+            break
+        heads = out.headlines()
+        for n in out.short:
+            grow = targets[n] / heads[n] * 1.02 if heads[n] > 0 else GROWTH
+            asked[n] *= min(max(grow, 1.02), GROWTH)
+    return outs
+
+
+class _Runner:
+    """Runs the split beside the joint plan: in a second process when ``background``
+    (spawned: no fork of a process with threads), else in this one, later."""
+
+    def __init__(self, background: bool) -> None:
+        self.pool = ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn")) \
+            if background else None
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
+        if self.pool is None:
+            return lambda: fn(*args, **kwargs)
+        fut: Future = self.pool.submit(fn, *args, **kwargs)
+        return fut.result
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+def _islands(plan: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((str(i["gpu"]), int(i["size"])) for i in plan.get("islands") or []
+                        if i.get("role") != "idle"))
+
+
+def combine(req: FleetRequest, outs: Sequence[Outcome]) -> Outcome | None:
+    """The best fleet made of the services' *measured* layouts: every service takes the
+    islands of one of the outcomes (joint or split rounds), their GPUs must fit the
+    inventory and its servers together and their cost the budget; with shares, the
+    combination with the highest λ = min headline / share, with targets the cheapest
+    whose every service holds its target.  Every outcome is one such combination, so
+    this is at least the best of them; it is better when one round's islands suit one
+    service and another round's another.  Its figures are the closed loops' own, not the
+    perf model's: no model error enters the choice.  None when no combination fits."""
+    names = [s.name for s in req.fleet.services]
+    options: dict[str, list[tuple[Outcome, dict[str, Any]]]] = {n: [] for n in names}
+    for out in outs:
+        for n in names:
+            if not any(_islands(p) == _islands(out.plans[n]) for _, p in options[n]):
+                options[n].append((out, out.plans[n]))
+    supply = {t.name: t for t in req.space().types}
+    share = {s.name: float(s.share or 0.0) for s in req.fleet.services}
+    target = {s.name: float(s.target_rps or 0.0) for s in req.fleet.services}
+    best: tuple[float, float, tuple] | None = None
+    for combo in itertools.product(*(options[n] for n in names)):
+        plans = [p for _, p in combo]
+        cost = sum(float(p["summary"]["cost_per_hour"]) for p in plans)
+        if req.budget is not None and cost > req.budget * (1 + 1e-9):
+            continue
+        sizes: dict[str, list[int]] = {}
+        for p in plans:
+            for gpu, g in _islands(p):
+                sizes.setdefault(gpu, []).append(g)
+        if any(gpu not in supply or not supply[gpu].holds(v) for gpu, v in sizes.items()):
+            continue
+        heads = [float(p["summary"]["requests_per_s"]) for p in plans]
+        if req.targets:
+            if any(h < target[n] * (1 - 1e-9) for n, h in zip(names, heads, strict=True)):
+                continue
+            key = (-cost, 0.0)
+        else:
+            key = (min(h / share[n] for n, h in zip(names, heads, strict=True)), -cost)
+        if best is None or key > best[:2]:
+            best = (*key, combo)
+    if best is None:
+        return None
+    chosen = best[2]
+    picked = {n: p for n, (_, p) in zip(names, chosen, strict=True)}
+    sources = {n: o.label for n, (o, _) in zip(names, chosen, strict=True)}
+    layouts = {n: _islands(p) for n, p in picked.items()}
+    costs = {n: float(p["summary"]["cost_per_hour"]) for n, p in picked.items()}
+    rate = best[0] if not req.targets else max(target.values())
+    top = max(target.values()) if req.targets else 1.0
+    analytic = min(float(p["summary"].get("analytic_requests_per_s") or 0.0)
+                   / (target[n] / top if req.targets else share[n])
+                   for n, p in picked.items())
+    sol = FleetSolution(COMBINED, rate, sum(costs.values()), layouts, costs)
+    return Outcome(COMBINED, sol, picked, rate, analytic, sources=sources)
+
+
+def _best(outs: Sequence[Outcome | None], targets: bool) -> Outcome | None:
+    ok = [o for o in outs if o is not None and o.rate > 0]
+    if not ok:
+        return None
+    if targets:
+        return min(ok, key=lambda o: o.cost_per_hour)
+    return max(ok, key=lambda o: o.rate)
+
+
+def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int = 0,
+                router: str = "range", split: bool = True, background: bool | None = None,
+                say: Say | None = None) -> FleetOutcome:
+    """The fleet's answer by the one promise (module docstring), with the best joint and
+    split outcomes and every round.  ``split=False`` closes the joint plan alone;
+    ``background`` (default: a second core is there) runs the split in a second process
+    -- the result is the same.  Raises NoPlanError, naming the services that cannot be
+    served, when no fleet holds every service's SLO."""
+    speak = say or (lambda _m: None)
+    if background is None:
+        background = _in_background()
+    runner = _Runner(background and split)
+    serial = None if background else models
+    if split and background:
+        speak("planning the best independent split in a second process")
+    try:
+        if req.targets:
+            pending = runner.submit(split_targets, req, seed=seed, router=router,
+                                    models=serial) if split else (lambda: [])
+            joint_outs = _target_rounds(
+                req, lambda asked: solve_fleet(req, models, asked=asked), models, seed,
+                router, speak, "joint")
+            split_outs: list[Outcome] = pending()
+        else:
+            joint_outs, split_outs = [], []
+            fix: dict[str, Correction] | None = None
+            for r in range(1, ROUNDS + 1):
+                # the split is found and closed in the second process while the joint
+                # MILP is solved and closed here
+                next_split: Callable[[], Outcome | None] = runner.submit(
+                    split_round, req, fix, f"best split, round {r}", seed=seed,
+                    router=router, models=serial) if split else (lambda: None)
+                sol = solve_fleet(req, models, correction=fix)
+                joint_outs.append(close_solution(req, models, sol, f"joint, round {r}",
+                                                 seed=seed, router=router, say=speak))
+                got = next_split()
+                if got is not None:
+                    split_outs.append(got)
+                    speak(f"{got.label}: λ {got.rate:,.1f} requests/s for "
+                          f"${got.cost_per_hour:,.2f}/h")
+                fix = corrections(joint_outs[-1:] + split_outs[-1:])
+    finally:
+        runner.close()
+    rounds = [o.record() for o in joint_outs + split_outs]
+    milp = _best(joint_outs, req.targets)
+    other = _best(split_outs, req.targets)
+    joint = combine(req, joint_outs + split_outs)
+    # the promise at the rate the fleet gives each service, on the unseen seeds: the
+    # leader first; if holding lowers it below the split, the split must hold too
+    if joint is not None:
+        hold(req, joint, seed=seed, router=router, say=speak)
+    if other is not None and not req.targets and \
+            (joint is None or joint.rate < other.rate * (1 - 1e-9)):
+        hold(req, other, seed=seed, router=router, say=speak)
+    joint, other = (o if o is not None and o.rate > 0 else None for o in (joint, other))
+    answer = _best([joint, other], req.targets)
+    if answer is None:
+        raise NoPlanError(_why_none(req, joint_outs))
+    if answer is other:
+        speak(f"the best independent split ({other.label}) beats the joint choice by the "
+              "one promise: it is the answer")
+    else:
+        speak(f"{answer.label}: " + ", ".join(f"{n} from {src}"
+                                               for n, src in answer.sources.items()))
+    return FleetOutcome(answer, joint, other, rounds, milp)
+
+
+def _why_none(req: FleetRequest, outs: Sequence[Outcome]) -> str:
+    """Why no fleet holds: the services that fall short (targets) or the weakest."""
+    if not outs:
+        return "no fleet within the inventory serves every service"
+    last = outs[-1]
+    if req.targets:
+        who = ", ".join(repr(n) for n in last.short) or "every service"
+        return (f"no fleet holds every target at its SLO in simulation: service(s) {who} "
+                f"fall short after {len(outs)} plan(s)")
+    heads = last.headlines()
+    weakest = min(heads, key=lambda n: heads[n])
+    return (f"no fleet within the budget holds every service's SLO in simulation: "
+            f"service {weakest!r} holds it at {heads[weakest]:,.2f} requests/s")
+
+
+def fleet_band(out: Outcome) -> dict[str, float | None] | None:
+    """λ's p10–p90 band: the weakest service's band factors applied to λ (every
+    service's capacity must hold for λ to)."""
+    bands = [plan_band(p) for p in out.plans.values()]
+    if out.rate <= 0 or any(b is None for b in bands):
+        return None
+    lo = min(float(b["p10_factor"]) for b in bands if b)
+    his = [b.get("p90_factor") for b in bands if b]
+    hi = min(float(h) for h in his if h is not None) if all(h is not None for h in his) \
+        else math.inf
+    return {"p10": out.rate * lo, "p90": out.rate * hi if math.isfinite(hi) else None}
+
+
+__all__ = ["FleetOutcome", "Outcome", "close_fleet", "close_solution", "corrections",
+           "fleet_band", "hold", "measured", "rate_of", "split_round", "split_targets"]

@@ -1,0 +1,177 @@
+"""`planner plan --fleet` end to end on a small fleet: the run folder, the promise per
+service on unseen seeds, the joint plan against the best split, determinism, report,
+export -- and the bad inputs of issue 30 (one line, exit 2; exit 1 naming the service
+that cannot be served; nothing written)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.cli.main import run
+from planner.core.defaults import SLO_ATTAINMENT
+from planner.sim.closed_loop import verify_seeds
+
+INVENTORY = """
+name: fleet-test
+gpus:
+  - {type: H20, count: 16, price_per_hour: 1.0}
+  - {type: H800, count: 8, price_per_hour: 2.0}
+"""
+FLEET = """
+name: two-small
+services:
+  - name: chat
+    model: llama-3.1-8b
+    workload: azure-conv-2023
+    slo: {ttft_ms: 2000, tpot_ms: 50}
+    share: 0.6
+  - name: code
+    model: llama-3.1-8b
+    workload: azure-code-2023
+    slo: {ttft_ms: 4000, tpot_ms: 50}
+    share: 0.4
+"""
+BUDGET = 6.0
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fleet")
+    (d / "inv.yaml").write_text(INVENTORY)
+    (d / "fleet.yaml").write_text(FLEET)
+    return d
+
+
+@pytest.fixture(scope="module")
+def runs(files):
+    """The same fleet planned twice with the same seed."""
+    out = []
+    for k in range(2):
+        folder = files / f"run{k}"
+        rc = run(["plan", "--fleet", str(files / "fleet.yaml"), "--inventory",
+                  str(files / "inv.yaml"), "--budget", str(BUDGET), "--out", str(folder),
+                  "--quiet"])
+        assert rc == 0
+        out.append(folder)
+    return out
+
+
+def load(folder):
+    return json.loads((folder / "fleet.json").read_text())
+
+
+def test_run_folder_and_the_promise(runs):
+    folder = runs[0]
+    fleet = load(folder)
+    s = fleet["summary"]
+    lam = s["lambda_requests_per_s"]
+    assert lam > 0
+    assert s["cost_per_hour"] <= BUDGET + 1e-9
+    for gpu, n in s["gpus_used"].items():
+        assert n <= s["gpus_available"][gpu]
+    unseen = set(verify_seeds(0))
+    for svc in fleet["services"]:
+        plan = json.loads((folder / svc["folder"] / "plan.json").read_text())
+        assert plan["request"]["model"] == svc["model"]
+        assert svc["requests_per_s"] == pytest.approx(lam * svc["share"])
+        # the service's own headline holds at least what the fleet promises it
+        assert svc["headline_requests_per_s"] >= svc["requests_per_s"] * (1 - 1e-9)
+        checks = svc["slo_attainment_at_promise"]
+        assert {c["seed"] for c in checks} == unseen  # seeds the planner did not use
+        for c in checks:
+            assert c["offered_rps"] == pytest.approx(svc["requests_per_s"])
+            assert c["attainment"] >= SLO_ATTAINMENT
+    assert sum(svc["cost_per_hour"] for svc in fleet["services"]) == \
+        pytest.approx(s["cost_per_hour"])
+
+
+def test_joint_against_the_best_split(runs):
+    fleet = load(runs[0])
+    c = fleet["comparison"]
+    assert c["joint"] is not None and c["split"] is not None
+    # the answer is the best fleet the run found, by the one promise
+    assert fleet["summary"]["lambda_requests_per_s"] >= c["split"]["lambda_rps"] - 1e-9
+    assert fleet["summary"]["lambda_requests_per_s"] >= c["joint"]["lambda_rps"] - 1e-9
+    # on the perf model the joint MILP is at least the split's (first rounds)
+    assert c["milp_margin"] >= -1e-3
+    labels = [r["label"] for r in fleet["rounds"]]
+    assert "joint, round 1" in labels and "best split, round 1" in labels
+
+
+def test_same_seed_same_fleet(runs):
+    a, b = (load(f) for f in runs)
+    a.pop("timings"), b.pop("timings")
+    a["request"].pop("fleet_file"), b["request"].pop("fleet_file")
+    assert a == b
+
+
+def test_report_leads_with_the_answer(runs, capsys):
+    text = (runs[0] / "report.md").read_text()
+    heads = [line for line in text.splitlines() if line.startswith("## ")]
+    assert heads[0] == "## The answer"
+    assert "## Service chat" in heads and "## Service code" in heads
+    assert (runs[0] / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert run(["report", str(runs[0]), "--quiet"]) == 0
+    assert (runs[0] / "services" / "code" / "report.md").is_file()
+
+
+@pytest.mark.parametrize("fmt", ["shell", "k8s"])
+def test_export_one_router_for_the_fleet(runs, tmp_path, fmt):
+    out = tmp_path / fmt
+    assert run(["export", str(runs[0]), "--format", fmt, "--out", str(out), "-q"]) == 0
+    router = json.loads((out / "router.json").read_text())
+    assert set(router["services"]) == {"chat", "code"}
+    for name, svc in router["services"].items():
+        assert (out / name / "router.json").is_file()
+        endpoints = [i["endpoint"] for i in svc["router"]["islands"]]
+        if fmt == "shell":
+            assert all(f"{name.upper()}_ISLAND_" in e for e in endpoints)
+        else:
+            assert all(f"//{name}-island-" in e for e in endpoints)
+
+
+def test_simulate_names_the_services_folder(runs, run_cli):
+    rc, _out, err = run_cli("simulate", str(runs[0]))
+    assert rc == 2
+    assert "services/NAME" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("extra,fleet,message", [
+    (["--model", "llama-3.1-8b", "--budget", "5"], FLEET, "--model does not apply"),
+    (["--target-rps", "5"], FLEET, "--target-rps does not apply"),
+    (["--search", "divider", "--budget", "5"], FLEET, "--search does not apply"),
+    ([], FLEET, "give --budget"),
+    (["--budget", "5"], FLEET.replace("share: 0.6", "target_rps: 3").replace(
+        "share: 0.4", "target_rps: 2"), "--budget does not apply"),
+    (["--budget", "5"], FLEET.replace("share: 0.4", "share: 0.3"), "sum to 0.9"),
+    (["--budget", "5"], FLEET.replace("name: code", "name: chat"), "used by two"),
+    (["--budget", "5"], FLEET.replace("share: 0.4", "share: 0.4\n    engine: sglang\n"
+                                      "    colour: red"), "unknown field"),
+])
+def test_bad_fleet_input_exit_2(files, tmp_path, run_cli, extra, fleet, message):
+    path = tmp_path / "fleet.yaml"
+    path.write_text(fleet)
+    out = tmp_path / "out"
+    rc, _o, err = run_cli("plan", "--fleet", str(path), "--inventory",
+                          str(files / "inv.yaml"), "--out", str(out), *extra)
+    assert rc == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_service_no_island_can_hold_exit_1(tmp_path, run_cli):
+    (tmp_path / "inv.yaml").write_text(
+        "name: tiny\ngpus:\n  - {type: L40S, count: 2, price_per_hour: 1.0}\n")
+    (tmp_path / "fleet.yaml").write_text(
+        "services:\n  - {name: small, model: llama-3.1-8b, share: 0.5}\n"
+        "  - {name: big, model: deepseek-v3, share: 0.5}\n")
+    out = tmp_path / "out"
+    rc, _o, err = run_cli("plan", "--fleet", str(tmp_path / "fleet.yaml"), "--inventory",
+                          str(tmp_path / "inv.yaml"), "--budget", "10", "--out", str(out),
+                          "--quiet")
+    assert rc == 1
+    assert "service 'big' cannot be served" in err
+    assert not out.exists()
