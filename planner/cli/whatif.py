@@ -125,9 +125,59 @@ def whatif(
     resume: bool = typer.Option(False, help="Keep the scenarios an interrupted run of this "
                                 "study (same --out) finished; solve only the rest."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display or tables."),
+    fleet: Path = typer.Option(None, "--fleet", help="A fleet of services (docs/fleet.md): "
+                               "every scenario planned as `planner plan --fleet` plans it.",
+                               show_default="one model"),
+    remove_service: list[str] = typer.Option(None, "--remove-service", help="With --fleet: "
+                                             "the fleet without this service; repeatable."),
+    share: list[str] = typer.Option(None, "--share", help="With --fleet: NAME=X, a "
+                                    "service's share set to X (the others scaled); "
+                                    "repeatable."),
+    target: list[str] = typer.Option(None, "--target", help="With --fleet of targets: "
+                                     "NAME=R, a service's target set to R req/s; "
+                                     "repeatable."),
+    router: str = typer.Option("range", "--router", help="With --fleet: the router the "
+                               "fleet will run (as planner plan --router)."),
 ) -> None:
     """Procurement what-if: budget/price sweeps, add/remove a type, workload shifts,
     homogeneous vs heterogeneous, Pareto front and the marginal value of X $/h."""
+    if fleet is not None:
+        from planner.cli.fleet_whatif import refuse, whatif_fleet
+        from planner.cli.plan import DEFAULT_INVENTORY
+
+        refuse([flag for flag, value in (
+            ("SPEC.yaml", spec_file), ("--model", model), ("--workload", workload),
+            ("--workloads", workloads), ("--equal-cost", equal_cost),
+            ("--availability", availability), ("--ttft", ttft_ms), ("--tpot", tpot_ms),
+            ("--no-slo", no_slo), ("--engine", engine), ("--closed-loop", closed_loop),
+            ("--sample", sample), ("--max-island", max_island), ("--resume", resume or None),
+            ("--workers", workers), ("--ray-address", ray_address),
+            ("--marginal-beyond-inventory", marginal_beyond_inventory))
+            if value is not None])
+        values.number(budget, "--budget", gt=0, le=values.MAX_BUDGET)
+        values.number(marginal, "--marginal", gt=0, le=values.MAX_BUDGET)
+        values.seed(seed if seed is not None else 0)
+        values.number(ranges, "--ranges", integer=True, ge=1, le=values.MAX_RANGES)
+        values.number(time_limit, "--time-limit", gt=0, le=values.MAX_TIME_LIMIT)
+        from planner.sim.routers.registry import ROUTERS
+
+        ROUTERS.lookup(router)
+        if island_granularity not in (None, "server", "gpu"):
+            raise PlannerError("--island-granularity must be server or gpu, got "
+                               f"{island_granularity!r}")
+        whatif_fleet(fleet, inventory or DEFAULT_INVENTORY, budget,
+                     budget_sweep=budget_sweep, price=list(price or []), add=list(add or []),
+                     remove=list(remove or []), remove_service=list(remove_service or []),
+                     share=list(share or []), target=list(target or []), marginal=marginal,
+                     seed=seed if seed is not None else 0,
+                     ranges=ranges if ranges is not None else 32,
+                     island_granularity=island_granularity or "server",
+                     time_limit=time_limit if time_limit is not None else 600.0,
+                     router=router, out=out, quiet=quiet)
+        return
+    if remove_service or share or target or router != "range":
+        raise PlannerError("--remove-service, --share, --target and --router apply to a "
+                           "fleet study (--fleet FLEET.yaml)")
     from planner.whatif import Flags, load_spec, run_whatif, write_whatif
     from planner.whatif.cells import CellStore, cells_folder
     from planner.whatif.tables import notes, tables

@@ -96,8 +96,11 @@ class Inventory:
         return sum(e.count * e.price_per_hour for e in self.entries)
 
     def with_price(self, name: str, price: float) -> Inventory:
+        """The inventory with type ``name`` at ``price`` $/GPU-h -- the entry's and its
+        GPU's (what a plan's costs are read from) alike."""
         return replace(self, entries=tuple(
-            replace(e, price_per_hour=price) if e.name == name else e for e in self.entries))
+            replace(e, price_per_hour=price, gpu=replace(e.gpu, price_per_hour=price))
+            if e.name == name else e for e in self.entries))
 
     def with_count(self, name: str, count: int) -> Inventory:
         return replace(self, entries=tuple(

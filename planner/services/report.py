@@ -163,9 +163,12 @@ def _title(f: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def render_fleet_markdown(f: Mapping[str, Any]) -> str:
-    title, sub = _title(f)
+    return _render_md(*_title(f), blocks(f))
+
+
+def _render_md(title: str, sub: str, body: list[Block]) -> str:
     lines = [f"# {title}", "", sub, ""]
-    for kind, content in blocks(f):
+    for kind, content in body:
         if kind in ("h2", "h3"):
             lines += [("## " if kind == "h2" else "### ") + content, ""]
         elif kind == "p":
@@ -195,9 +198,12 @@ def _inline(text: str) -> str:
 
 
 def render_fleet_html(f: Mapping[str, Any]) -> str:
-    title, sub = _title(f)
+    return _render_html(*_title(f), blocks(f))
+
+
+def _render_html(title: str, sub: str, content_blocks: list[Block]) -> str:
     body = []
-    for kind, content in blocks(f):
+    for kind, content in content_blocks:
         if kind in ("h2", "h3"):
             body.append(f"<{kind}>{escape(content)}</{kind}>")
         elif kind == "p":
@@ -211,4 +217,64 @@ def render_fleet_html(f: Mapping[str, Any]) -> str:
     return page(title, sub, body)
 
 
-__all__ = ["blocks", "render_fleet_html", "render_fleet_markdown"]
+def study_blocks(st: Mapping[str, Any]) -> list[Block]:
+    """A fleet what-if study (planner.services.whatif.study_dict) as blocks."""
+    targets = st["budget"] is None
+    head = ["scenario", "$/h budget", "cost ($/h used)" if targets else "fleet λ, req/s",
+            "vs base", "$/h used", "GPUs", "per service, req/s", "answer from"]
+    rows = []
+    for r in st["scenarios"]:
+        if r.get("error"):
+            rows.append([r["scenario"], _rate(r["budget"]), "no plan", "—", "—", "—", "—",
+                         r["error"][:120]])
+            continue
+        main = f"{r['cost_per_hour']:,.2f}" if targets else _rate(r["lambda_rps"])
+        vs = "—" if r.get("vs_base") is None else f"{r['vs_base']:.3f}"
+        rows.append([r["scenario"], "—" if r["budget"] is None else f"{r['budget']:,.0f}",
+                     main, vs, f"{r['cost_per_hour']:,.2f}", _gpus(r["gpus"]),
+                     ", ".join(f"{n} {v:,.1f}" for n, v in r["service_rps"].items()),
+                     str(r.get("answer_from", ""))])
+    out: list[Block] = [
+        ("h2", "Scenarios"),
+        ("p", "Every scenario is planned as `planner plan --fleet` plans it (the joint "
+              "MILP, the best split, every service through the closed loop): its figure "
+              "is the promise that command would print."),
+        ("table", (head, rows))]
+    if st["marginal"]:
+        m_rows = [[o["service"], _rate(o["headline_before"]), _rate(o["headline_after"]),
+                   f"{o['headline_after'] - o['headline_before']:+,.1f}",
+                   _rate(o["lambda_after"]) if not targets else "—",
+                   f"{o['cost_added']:+,.2f}",
+                   ", ".join(f"{n:+d} × {g}" for g, n in o["gpus_added"].items()) or "none"]
+                  for o in st["marginal"]]
+        extra = st["marginal"][0]["extra_per_hour"]
+        text = (f"Each service re-planned alone with {extra:g} $/h more, from the GPUs the "
+                "rest of the fleet leaves, and closed in simulation.")
+        if st.get("marginal_best"):
+            text += (f"  The next {extra:g} $/h raises the fleet's λ most when it goes to "
+                     f"**{st['marginal_best']}**.")
+        out += [("h2", f"Where the next {extra:g} $/h should go"), ("p", text),
+                ("table", (["service", "its headline before", "after", "gain",
+                            "fleet λ if the money goes there", "$/h added", "GPUs added"],
+                           m_rows))]
+    return out
+
+
+def render_study_markdown(st: Mapping[str, Any]) -> str:
+    return _render_md(f"Fleet what-if: {st['fleet']['name']}", _study_sub(st),
+                      study_blocks(st))
+
+
+def render_study_html(st: Mapping[str, Any]) -> str:
+    return _render_html(f"Fleet what-if: {st['fleet']['name']}", _study_sub(st),
+                        study_blocks(st))
+
+
+def _study_sub(st: Mapping[str, Any]) -> str:
+    money = f"${st['budget']:,.0f}/h" if st.get("budget") else "targets"
+    return (f"{len(st['fleet']['services'])} services on {st['inventory'].get('name')}, "
+            f"{money}, router {st['router']}, seed {st['seed']}")
+
+
+__all__ = ["blocks", "render_fleet_html", "render_fleet_markdown", "render_study_html",
+           "render_study_markdown", "study_blocks"]
