@@ -25,9 +25,8 @@ from planner.run.files import check_run_folder, new_folders, remove_new_folders
 PER_SERVICE = ("--model", "--workload", "--ttft", "--tpot", "--no-slo", "--engine",
                "--target-rps", "--max-running", "--max-tokens", "--mem-fraction")
 #: Flags of the single-model search that a fleet's joint MILP does not take.
-SINGLE_ONLY = ("--search", "--inner", "--iterations", "--batch-size", "--objective",
-               "--resume", "--workers", "--ray-address", "--no-sim-check", "--no-exact",
-               "--no-homogeneous")
+SINGLE_ONLY = ("--inner", "--objective", "--resume", "--workers", "--ray-address",
+               "--no-sim-check", "--no-exact", "--no-homogeneous")
 
 
 def refuse(given: list[str]) -> None:
@@ -37,8 +36,9 @@ def refuse(given: list[str]) -> None:
             raise PlannerError(f"{flag} does not apply with --fleet: each service of the "
                                "fleet file gives its own (docs/fleet.md)")
         if flag in SINGLE_ONLY:
-            raise PlannerError(f"{flag} does not apply with --fleet: a fleet is planned by "
-                               "one joint MILP and always closed in simulation")
+            raise PlannerError(f"{flag} does not apply with --fleet: a fleet is planned "
+                               "jointly (the MILP, or --search divider/direct/random over "
+                               "joint layouts) and always closed in simulation")
 
 
 def _default_out(fleet: Path, inventory: Path) -> Path:
@@ -70,10 +70,26 @@ def summary_lines(fleet: dict[str, Any]) -> list[str]:
     return out
 
 
+def choose_search(search: str, n_services: int, space) -> tuple[str, str]:
+    """The fleet's search and why: the joint MILP unless the services' island tables
+    are too many to tabulate (the single-model rule, planner.plan.choose_search)."""
+    from planner.outer.columns import candidate_sizes
+    from planner.plan import EXACT_TABLE_LIMIT
+
+    if search != "auto":
+        return search, "as asked (--search)"
+    tables = n_services * sum(len(v) for v in candidate_sizes(space).values())
+    if tables > EXACT_TABLE_LIMIT:
+        return "divider", (f"{tables:,} island tables are too many for the joint MILP: "
+                           "divider BO over joint layouts")
+    return "exact", f"the joint MILP over {tables:,} island tables"
+
+
 def plan_fleet(fleet_path: Path, inventory: Path, budget: float | None, *, seed: int,
                ranges: int, router: str, plan_at: str, colocated: str,
                island_granularity: str, exact_time_limit: float, out: str | None,
-               quiet: bool) -> None:
+               quiet: bool, search: str = "auto",
+               search_options: dict[str, int] | None = None) -> None:
     from planner.services.promise import close_fleet
     from planner.services.run import FLEET_FILE, fleet_dict, write_fleet_run
     from planner.services.solve import FleetRequest, ServiceModel
@@ -86,6 +102,11 @@ def plan_fleet(fleet_path: Path, inventory: Path, budget: float | None, *, seed:
                        exact_time_limit=exact_time_limit, where=str(fleet_path))
     for svc in fleet.services:  # an engine that cannot run the inventory: exit 2, now
         req.engine_of(svc)
+    from dataclasses import replace
+
+    chosen, why = choose_search(search, len(fleet.services), req.space())
+    req = replace(req, search=chosen,
+                  search_options=dict(search_options or {}) if chosen != "exact" else {})
     run_dir = Path(out) if out is not None else _default_out(fleet_path, inventory)
     check_run_folder(out if out is not None else run_dir, run_file=FLEET_FILE)
     console = Console(stderr=True, quiet=quiet)
@@ -99,7 +120,7 @@ def plan_fleet(fleet_path: Path, inventory: Path, budget: float | None, *, seed:
     created = new_folders(run_dir)
     try:
         say(f"planning {len(fleet.services)} services: "
-            + ", ".join(f"{s.name} ({s.model})" for s in fleet.services))
+            + ", ".join(f"{s.name} ({s.model})" for s in fleet.services) + f"; {why}")
         models = [ServiceModel.build(req, s) for s in fleet.services]
         seconds = {"setup": time.perf_counter() - t0}
         res = close_fleet(req, models, seed=seed, router=router, say=say)

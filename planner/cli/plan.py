@@ -178,19 +178,28 @@ def plan(
             ("--no-slo", no_slo, False), ("--engine", engine, None),
             ("--target-rps", target_rps, None), ("--max-running", max_running, None),
             ("--max-tokens", max_tokens, None), ("--mem-fraction", mem_fraction, None),
-            ("--search", search, "auto"), ("--inner", inner, DEFAULT_INNER),
-            ("--iterations", iterations, None), ("--batch-size", batch_size, None),
-            ("--objective", objective, "analytic"), ("--resume", resume, False),
+            ("--inner", inner, DEFAULT_INNER), ("--objective", objective, "analytic"),
+            ("--resume", resume, False),
             ("--workers", workers, None), ("--ray-address", ray_address, None),
             ("--no-sim-check", sim_check, True), ("--no-exact", exact, True),
             ("--no-homogeneous", homogeneous, True)) if value != default])
         if plan_at not in PLAN_AT:
             raise PlannerError(f"--plan-at must be one of {', '.join(PLAN_AT)}, got "
                                f"{plan_at!r}")
+        if search not in SEARCHES:
+            raise PlannerError(f"--search must be one of {', '.join(SEARCHES)}, got "
+                               f"{search!r}")
+        values.number(iterations, "--iterations", integer=True, ge=1,
+                      le=values.MAX_ITERATIONS)
+        values.number(batch_size, "--batch-size", integer=True, ge=1,
+                      le=values.MAX_BATCH_SIZE)
         plan_fleet(fleet, inventory, budget, seed=seed, ranges=ranges, router=router,
                    plan_at=plan_at, colocated=colocated,
                    island_granularity=island_granularity,
-                   exact_time_limit=exact_time_limit, out=out, quiet=quiet)
+                   exact_time_limit=exact_time_limit, out=out, quiet=quiet, search=search,
+                   search_options={k: v for k, v in (("iterations", iterations),
+                                                     ("batch_size", batch_size))
+                                   if v is not None})
         return
     if resume and out is None:
         raise PlannerError("--resume needs the --out folder of the interrupted run")

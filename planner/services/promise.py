@@ -42,7 +42,7 @@ import math
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.capacity_band import plan_band
@@ -58,6 +58,7 @@ from planner.services.solve import (
     service_plans,
     solo_ceiling,
     solve_fleet,
+    weights,
 )
 from planner.sim.closed_loop import ATTAIN_TARGET, simulate_at, verify_seeds
 
@@ -428,6 +429,23 @@ def _best(outs: Sequence[Outcome | None], targets: bool) -> Outcome | None:
     return max(ok, key=lambda o: o.rate)
 
 
+def joint_solution(req: FleetRequest, models: Sequence[ServiceModel], *,
+                   correction: dict[str, Correction] | None = None,
+                   asked: dict[str, float] | None = None) -> FleetSolution:
+    """The joint layout on the perf model: the MILP (``req.search`` "exact"), or the
+    outer search over joint layouts (:mod:`planner.services.search`)."""
+    if req.search == "exact":
+        return solve_fleet(req, models, correction=correction, asked=asked)
+    from planner.services.search import search_fleet
+
+    plan_for = req
+    if asked is not None and req.targets:
+        plan_for = replace(req, fleet=replace(req.fleet, services=tuple(
+            replace(s, target_rps=asked[s.name]) for s in req.fleet.services)))
+    return search_fleet(plan_for, models, req.search, weights(plan_for), seed=req.seed,
+                        options=req.search_options, correction=correction)
+
+
 def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int = 0,
                 router: str = "range", split: bool = True, background: bool | None = None,
                 say: Say | None = None) -> FleetOutcome:
@@ -448,7 +466,7 @@ def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int 
             pending = runner.submit(split_targets, req, seed=seed, router=router,
                                     models=serial) if split else (lambda: [])
             joint_outs = _target_rounds(
-                req, lambda asked: solve_fleet(req, models, asked=asked), models, seed,
+                req, lambda asked: joint_solution(req, models, asked=asked), models, seed,
                 router, speak, "joint")
             split_outs: list[Outcome] = pending()
         else:
@@ -460,7 +478,7 @@ def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int 
                 next_split: Callable[[], Outcome | None] = runner.submit(
                     split_round, req, fix, f"best split, round {r}", seed=seed,
                     router=router, models=serial) if split else (lambda: None)
-                sol = solve_fleet(req, models, correction=fix)
+                sol = joint_solution(req, models, correction=fix)
                 joint_outs.append(close_solution(req, models, sol, f"joint, round {r}",
                                                  seed=seed, router=router, say=speak))
                 got = next_split()

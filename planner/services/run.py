@@ -107,6 +107,7 @@ def fleet_dict(req: FleetRequest, res: FleetOutcome, *, router: str, fleet_file:
         "request": {"fleet_file": fleet_file, "inventory": req.inventory.to_dict(),
                     "budget": req.budget, "seed": req.seed, "ranges": req.ranges,
                     "router": router, "plan_at": req.plan_at, "colocated": req.colocated,
+                    "search": req.search, "search_options": dict(req.search_options),
                     "island_granularity": req.island_granularity},
         "summary": {
             "mode": req.fleet.mode,

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +74,10 @@ class FleetRequest:
     island_granularity: str = "server"
     exact_time_limit: float = 600.0
     where: str = "fleet"  # the fleet file, for messages
+    #: "exact" (the joint MILP) or an outer search over joint layouts (divider, direct,
+    #: random; planner.services.search) with its options
+    search: str = "exact"
+    search_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.fleet.mode == "shares" and self.budget is None:

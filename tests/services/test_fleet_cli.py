@@ -141,7 +141,8 @@ def test_simulate_names_the_services_folder(runs, run_cli):
 @pytest.mark.parametrize("extra,fleet,message", [
     (["--model", "llama-3.1-8b", "--budget", "5"], FLEET, "--model does not apply"),
     (["--target-rps", "5"], FLEET, "--target-rps does not apply"),
-    (["--search", "divider", "--budget", "5"], FLEET, "--search does not apply"),
+    (["--inner", "thesis", "--budget", "5"], FLEET, "--inner does not apply"),
+    (["--search", "nope", "--budget", "5"], FLEET, "--search must be one of"),
     ([], FLEET, "give --budget"),
     (["--budget", "5"], FLEET.replace("share: 0.6", "target_rps: 3").replace(
         "share: 0.4", "target_rps: 2"), "--budget does not apply"),
