@@ -8,31 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from fleet_data import FLEET, INVENTORY
 
 from planner.cli.main import run
 from planner.core.defaults import SLO_ATTAINMENT
 from planner.sim.closed_loop import verify_seeds
 
-INVENTORY = """
-name: fleet-test
-gpus:
-  - {type: H20, count: 16, price_per_hour: 1.0}
-  - {type: H800, count: 8, price_per_hour: 2.0}
-"""
-FLEET = """
-name: two-small
-services:
-  - name: chat
-    model: llama-3.1-8b
-    workload: azure-conv-2023
-    slo: {ttft_ms: 2000, tpot_ms: 50}
-    share: 0.6
-  - name: code
-    model: llama-3.1-8b
-    workload: azure-code-2023
-    slo: {ttft_ms: 4000, tpot_ms: 50}
-    share: 0.4
-"""
 BUDGET = 6.0
 
 

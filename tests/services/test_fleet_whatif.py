@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from fleet_data import FLEET, INVENTORY
 
 from planner.cli.main import run
 from planner.core.errors import PlannerError
@@ -13,20 +14,6 @@ from planner.fleet.inventory import inventory_from_dict
 from planner.services.solve import FleetRequest
 from planner.services.spec import fleet_from_dict
 from planner.services.whatif import scenarios
-
-INVENTORY = """
-name: fleet-test
-gpus:
-  - {type: H20, count: 16, price_per_hour: 1.0}
-  - {type: H800, count: 8, price_per_hour: 2.0}
-"""
-FLEET = """
-name: two-small
-services:
-  - {name: chat, model: llama-3.1-8b, workload: azure-conv-2023, share: 0.6}
-  - {name: code, model: llama-3.1-8b, workload: azure-code-2023, share: 0.4,
-     slo: {ttft_ms: 4000, tpot_ms: 50}}
-"""
 
 
 def base_request(targets=False):
