@@ -12,7 +12,10 @@ search (divider, direct, random) searches fleets unchanged:
   together take more of a type than there is, or do not pack on its servers, is
   infeasible (value 0), as an over-budget one is;
 * the value is the fleet's λ on the perf model: min over services of its evaluator's
-  rate / its weight (share, or target / the largest target).
+  rate / its weight (share, or target / the largest target);
+* where the island tables are few enough to tabulate, the joint MILP's LP relaxation,
+  rounded, is the BO's warm start (:meth:`JointObjective.warm_start`), as the single
+  model's LP relaxation is.
 
 The exact MILP (:mod:`planner.outer.joint`) is the default; ``--search divider`` (or
 ``auto`` when the services' island tables are too many to tabulate) lands here.
@@ -27,6 +30,7 @@ from typing import Any
 from planner.context.evaluate import LayoutEvaluator
 from planner.core.errors import NoPlanError
 from planner.outer.columns import candidate_sizes
+from planner.outer.joint import solve_joint
 from planner.outer.protocol import Layout, Score, SearchSpace, layout_cost
 from planner.outer.registry import OUTER_SEARCHES, make_search
 from planner.services.solve import Correction, FleetRequest, FleetSolution, ServiceModel
@@ -62,6 +66,7 @@ class JointObjective:
         self.prices = {t.name: t.price_per_hour for t in self.space.types}
         self.supply = {t.name: t for t in self.space.types}
         self.evaluators: dict[str, LayoutEvaluator] = {}
+        self.models, self.correction, self.request = list(models), correction, req
         sizes = candidate_sizes(self.space)
         for m in models:
             fix = (correction or {}).get(m.service.name)
@@ -72,6 +77,24 @@ class JointObjective:
             self.evaluators[m.service.name] = LayoutEvaluator(
                 m.context, m.evaluator.solver, objective="sustained", range_rate="mix",
                 capacity_factors=factors) if factors else m.evaluator
+
+    def warm_start(self, space: SearchSpace) -> Layout:
+        """The joint MILP's LP relaxation, rounded (planner.outer.joint, ``relax``), as a
+        pseudo-type layout: the BO's warm start when the services' island tables are few
+        enough to tabulate (else none)."""
+        from planner.plan import EXACT_TABLE_LIMIT
+
+        real = self.space
+        if len(self.names) * sum(len(v) for v in candidate_sizes(real).values()) \
+                > EXACT_TABLE_LIMIT:
+            return ()
+        cols = [m.columns(real, self.weights[m.service.name],
+                          (self.correction or {}).get(m.service.name)) for m in self.models]
+        res = solve_joint(real, cols, target=self.request.targets, relax=True,
+                          time_limit=self.request.exact_time_limit)
+        return tuple(sorted((f"{n}{SEP}{gpu}", g) for n, sol in zip(self.names, res.services,
+                                                                     strict=True)
+                            for gpu, g in sol.layout))
 
     def __call__(self, layout: Layout) -> Score:
         per = split_layout(layout, self.names)

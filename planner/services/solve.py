@@ -168,7 +168,14 @@ class ServiceModel:
         return Plan(request, lay, result, evaluation, None, [], None, self.context, {}, op)
 
     def why_not(self) -> str:
-        return explain_no_plan(self.request, self.evaluator)
+        """The single-model explanation, its flags named as the fleet file's fields."""
+        text = explain_no_plan(self.request, self.evaluator)
+        for flag, fieldname in (("--ttft/--tpot", "the service's slo (ttft_ms, tpot_ms)"),
+                                ("another --engine", "another engine (the service's field "
+                                                     "'engine')"),
+                                ("--target-rps", "target_rps")):
+            text = text.replace(flag, fieldname)
+        return text
 
 
 @dataclass

@@ -156,4 +156,5 @@ def test_a_service_no_island_can_hold_exit_1(tmp_path, run_cli):
                           "--quiet")
     assert rc == 1
     assert "service 'big' cannot be served" in err
+    assert "--ttft" not in err and "--engine" not in err
     assert not out.exists()

@@ -72,3 +72,16 @@ def test_a_search_over_joint_layouts_is_feasible_and_below_the_milp(fleet):
     milp = solve_fleet(req, models)
     # the MILP is the optimum of the same model (to its gap and pruning tolerance)
     assert found.best_score.value <= milp.bound * (1 + 1e-6)
+
+
+def test_warm_start_is_the_joint_lp_rounded(fleet):
+    req, models = fleet
+    obj = JointObjective(req, models, weights(req))
+    space = pseudo_space(req.space(), ["chat", "code"])
+    warm = obj.warm_start(space)
+    assert warm and all(name.split("::")[0] in ("chat", "code") for name, _ in warm)
+    score = obj(warm)
+    assert score.feasible and score.cost_per_hour <= 12.0 + 1e-9
+    milp = solve_fleet(req, models)
+    # near the MILP's optimum, never above its proven bound
+    assert 0.8 * milp.value <= score.value <= milp.bound * (1 + 1e-6)
