@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
+from planner.cli.progress import interrupt_on_sigterm
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import load_inventory
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
@@ -121,9 +122,10 @@ def plan_fleet(fleet_path: Path, inventory: Path, budget: float | None, *, seed:
     try:
         say(f"planning {len(fleet.services)} services: "
             + ", ".join(f"{s.name} ({s.model})" for s in fleet.services) + f"; {why}")
-        models = [ServiceModel.build(req, s) for s in fleet.services]
-        seconds = {"setup": time.perf_counter() - t0}
-        res = close_fleet(req, models, seed=seed, router=router, say=say)
+        with interrupt_on_sigterm():  # SIGTERM as Ctrl-C: nothing left behind
+            models = [ServiceModel.build(req, s) for s in fleet.services]
+            seconds = {"setup": time.perf_counter() - t0}
+            res = close_fleet(req, models, seed=seed, router=router, say=say)
         seconds["plan_and_simulate"] = time.perf_counter() - t0 - seconds["setup"]
         d = fleet_dict(req, res, router=router, fleet_file=str(fleet_path), seconds=seconds)
         write_fleet_run(d, res.answer.plans, run_dir)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from planner.cli.progress import interrupt_on_sigterm
 from planner.core.errors import PlannerError
 
 #: `planner whatif` flags of a one-model study that a fleet study does not take.
@@ -78,7 +79,9 @@ def whatif_fleet(fleet_path: Path, inventory: Path, budget: float | None, *,
                               if marginal else ""))
     created = new_folders(study)
     try:
-        results, options = run_study(scs, seed=seed, router=router, extra=marginal, say=say)
+        with interrupt_on_sigterm():  # SIGTERM as Ctrl-C: nothing left behind
+            results, options = run_study(scs, seed=seed, router=router, extra=marginal,
+                                         say=say)
         st = study_dict(results, options, fleet_file=str(fleet_path), seed=seed,
                         router=router)
         publish({"whatif.json": (json.dumps(st, indent=2, allow_nan=False) + "\n").encode(),

@@ -355,9 +355,15 @@ class _Runner:
         fut: Future = self.pool.submit(fn, *args, **kwargs)
         return fut.result
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+    def close(self, abort: bool = False) -> None:
+        """Shut the second process down; ``abort`` (an error or Ctrl-C here) stops it
+        now rather than after its running task (a split round: tens of seconds)."""
+        if self.pool is None:
+            return
+        if abort:
+            for proc in list(getattr(self.pool, "_processes", {}).values()):
+                proc.terminate()
+        self.pool.shutdown(wait=not abort, cancel_futures=True)
 
 
 def _islands(plan: dict[str, Any]) -> tuple[tuple[str, int], ...]:
@@ -487,8 +493,10 @@ def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int 
                     speak(f"{got.label}: λ {got.rate:,.1f} requests/s for "
                           f"${got.cost_per_hour:,.2f}/h")
                 fix = corrections(joint_outs[-1:] + split_outs[-1:])
-    finally:
-        runner.close()
+    except BaseException:
+        runner.close(abort=True)
+        raise
+    runner.close()
     rounds = [o.record() for o in joint_outs + split_outs]
     milp = _best(joint_outs, req.targets)
     other = _best(split_outs, req.targets)

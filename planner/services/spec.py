@@ -126,9 +126,10 @@ def _service(item: Any, i: int, where: str, base: Path | None) -> Service:
 
     def text(field: str, default: str | None) -> str | None:
         value = item.get(field, default)
-        if value is not None and not (isinstance(value, str) and value.strip()):
-            raise PlannerError(f"{loc}: field '{field}' must be a name or a path, "
-                               f"got {repr(value)[:40]}")
+        if value is not None and not (isinstance(value, str) and value.strip()
+                                      and value.isprintable() and len(value) <= 4096):
+            raise PlannerError(f"{loc}: field '{field}' must be a name or a path (printable, "
+                               f"at most 4,096 characters), got {repr(value)[:40]}")
         return value
 
     model = text("model", None)

@@ -158,3 +158,26 @@ def test_a_service_no_island_can_hold_exit_1(tmp_path, run_cli):
     assert "service 'big' cannot be served" in err
     assert "--ttft" not in err and "--engine" not in err
     assert not out.exists()
+
+
+def test_sigterm_stops_a_fleet_plan_and_leaves_nothing(files, tmp_path):
+    """SIGTERM (a scheduler's timeout) is Ctrl-C: exit 130, the second process stopped,
+    no run folder (the wait's timeout guards a hang; nothing is timed)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "deep" / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from planner.cli.main import run; "
+         "sys.exit(run(sys.argv[1:]))", "plan", "--fleet", str(files / "fleet.yaml"),
+         "--inventory", str(files / "inv.yaml"), "--budget", str(BUDGET), "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # wait until the plan is under way (its first progress line), then stop it
+    first = proc.stderr.readline()
+    assert "planning 2 services" in first
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 130
+    assert not (tmp_path / "deep").exists()

@@ -58,6 +58,8 @@ def test_paths_beside_the_fleet_file(tmp_path):
     ([service(share=0.5, target_rps=3)], "service 'chat'", "'share'"),
     ([service(model="no-such-model")], "service 'chat'", "field 'model'"),
     ([service(model=None)], "service 'chat'", "field 'model' is missing"),
+    ([service(model="llama\n-3.1-8b")], "service 'chat'", "field 'model' must be"),
+    ([service(workload="x" * 5000)], "service 'chat'", "field 'workload' must be"),
     ([service(workload="no-such-workload")], "service 'chat'", "field 'workload'"),
     ([service(engine="nonsense")], "service 'chat'", "field 'engine'"),
     ([service(slo={"ttft_ms": -1})], "service 'chat'", "'slo.ttft_ms'"),
