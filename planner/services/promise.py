@@ -422,7 +422,8 @@ def combine(req: FleetRequest, outs: Sequence[Outcome]) -> Outcome | None:
     analytic = min(float(p["summary"].get("analytic_requests_per_s") or 0.0)
                    / (target[n] / top if req.targets else share[n])
                    for n, p in picked.items())
-    sol = FleetSolution(COMBINED, rate, sum(costs.values()), layouts, costs)
+    # its figure on the perf model is the chosen islands' (no MILP solved it)
+    sol = FleetSolution(COMBINED, analytic, sum(costs.values()), layouts, costs)
     return Outcome(COMBINED, sol, picked, rate, analytic, sources=sources)
 
 
