@@ -24,7 +24,7 @@ from planner.outer.protocol import layout_counts
 from planner.report import rendered_run
 from planner.run import files
 from planner.run.schema import load_plan
-from planner.services.promise import FleetOutcome, Outcome, fleet_band, rate_of
+from planner.services.outcome import FleetOutcome, Outcome, fleet_band, rate_of
 from planner.services.report import render_fleet_html, render_fleet_markdown
 from planner.services.solve import FleetRequest
 

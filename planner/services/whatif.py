@@ -30,7 +30,8 @@ from planner.core.errors import NoPlanError, PlannerError
 from planner.fleet.inventory import Inventory, inventory_from_dict
 from planner.outer.joint import solve_joint
 from planner.outer.protocol import layout_counts
-from planner.services.promise import FleetOutcome, close_fleet
+from planner.services.outcome import FleetOutcome, rate_of
+from planner.services.promise import close_fleet
 from planner.services.solve import (
     FLEET_MIP_GAP,
     FleetRequest,
@@ -71,8 +72,6 @@ class ScenarioResult:
         for lay in ans.solution.layouts.values():
             for g, n in layout_counts(tuple(lay)).items():
                 gpus[g] = gpus.get(g, 0) + n
-        from planner.services.promise import rate_of
-
         return {**out, "lambda_rps": None if req.targets else ans.rate,
                 "targets_met": bool(req.targets and ans.rate > 0),
                 "cost_per_hour": ans.cost_per_hour, "gpus": dict(sorted(gpus.items())),

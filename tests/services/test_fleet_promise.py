@@ -1,4 +1,4 @@
-"""The fleet promise's pieces on hand-made closed loops (planner.services.promise):
+"""The fleet promise's pieces on hand-made closed loops (planner.services.outcome):
 what a loop measured becomes a correction of the right phase, corrections from several
 rounds merge, and the joint choice of measured islands respects inventory, servers and
 budget while taking the best λ (or, with targets, the cheapest that holds)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from planner.fleet.inventory import inventory_from_dict
-from planner.services.promise import Outcome, combine, corrections, measured
+from planner.services.outcome import Outcome, combine, corrections, measured
 from planner.services.solve import Correction, FleetRequest, FleetSolution
 from planner.services.spec import fleet_from_dict
 
