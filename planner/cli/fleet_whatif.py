@@ -35,7 +35,8 @@ def refuse(given: list[str]) -> None:
 
 def whatif_fleet(fleet_path: Path, inventory: Path, budget: float | None, *,
                  budget_sweep: str | None, price: list[str], add: list[str],
-                 remove: list[str], remove_service: list[str], share: list[str],
+                 remove: list[str], remove_service: list[str], add_service: list[str],
+                 share: list[str],
                  target: list[str], marginal: float | None, seed: int, ranges: int,
                  island_granularity: str, time_limit: float, router: str,
                  out: str | None, quiet: bool) -> None:
@@ -62,7 +63,8 @@ def whatif_fleet(fleet_path: Path, inventory: Path, budget: float | None, *,
 
         budgets = [check_number(b, at("--budget-sweep"), gt=0, le=1e9, parse_text=True)
                    for b in budget_sweep.split(",")]
-    scs = scenarios(base, remove_service=remove_service, share=share, target=target,
+    scs = scenarios(base, remove_service=remove_service, add_service=add_service,
+                    share=share, target=target,
                     price=price, add=add, remove=remove, budgets=budgets)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     study = Path(out) if out is not None else Path("reports") / f"{stamp}-whatif-{fleet_path.stem}"

@@ -130,6 +130,10 @@ def whatif(
                                show_default="one model"),
     remove_service: list[str] = typer.Option(None, "--remove-service", help="With --fleet: "
                                              "the fleet without this service; repeatable."),
+    add_service: list[str] = typer.Option(None, "--add-service", help="With --fleet: the "
+                                          "fleet with the services of this fleet file "
+                                          "(their shares, below 1 in total, are their part "
+                                          "of the new fleet); repeatable."),
     share: list[str] = typer.Option(None, "--share", help="With --fleet: NAME=X, a "
                                     "service's share set to X (the others scaled); "
                                     "repeatable."),
@@ -168,6 +172,7 @@ def whatif(
         whatif_fleet(fleet, inventory or DEFAULT_INVENTORY, budget,
                      budget_sweep=budget_sweep, price=list(price or []), add=list(add or []),
                      remove=list(remove or []), remove_service=list(remove_service or []),
+                     add_service=list(add_service or []),
                      share=list(share or []), target=list(target or []), marginal=marginal,
                      seed=seed if seed is not None else 0,
                      ranges=ranges if ranges is not None else 32,
@@ -175,9 +180,9 @@ def whatif(
                      time_limit=time_limit if time_limit is not None else 600.0,
                      router=router, out=out, quiet=quiet)
         return
-    if remove_service or share or target or router != "range":
-        raise PlannerError("--remove-service, --share, --target and --router apply to a "
-                           "fleet study (--fleet FLEET.yaml)")
+    if remove_service or add_service or share or target or router != "range":
+        raise PlannerError("--remove-service, --add-service, --share, --target and --router "
+                           "apply to a fleet study (--fleet FLEET.yaml)")
     from planner.whatif import Flags, load_spec, run_whatif, write_whatif
     from planner.whatif.cells import CellStore, cells_folder
     from planner.whatif.tables import notes, tables

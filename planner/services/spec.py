@@ -173,9 +173,11 @@ def _service(item: Any, i: int, where: str, base: Path | None) -> Service:
     return Service(name, model, workload, slo, engine, share, target)
 
 
-def fleet_from_dict(data: Any, where: str, base: Path | None = None) -> FleetSpec:
+def fleet_from_dict(data: Any, where: str, base: Path | None = None, *,
+                    partial: bool = False) -> FleetSpec:
     """A :class:`FleetSpec` from parsed YAML; ``where`` names the file in errors and
-    ``base`` is the folder relative paths are tried in."""
+    ``base`` is the folder relative paths are tried in.  ``partial``: services to add to
+    a fleet (``planner whatif --add-service``), whose shares need not sum to 1."""
     if not isinstance(data, dict):
         raise PlannerError(f"{where}: expected a mapping with a 'services' list")
     unknown = set(data) - _TOP_FIELDS
@@ -202,7 +204,7 @@ def fleet_from_dict(data: Any, where: str, base: Path | None = None) -> FleetSpe
         raise PlannerError(f"{where}: service {other.name!r}: field 'target_rps' mixes targets "
                            f"with shares (service {first.name!r} has a share); give every "
                            "service a share or every service a target")
-    if True in kinds:
+    if True in kinds and not partial:
         total = sum(float(s.share or 0.0) for s in services)
         if abs(total - 1.0) > SHARE_TOL:
             raise PlannerError(f"{where}: field 'share': the services' shares sum to "
@@ -214,12 +216,13 @@ def fleet_from_dict(data: Any, where: str, base: Path | None = None) -> FleetSpe
     return FleetSpec(name, services, source)
 
 
-def load_fleet(path: str | Path) -> FleetSpec:
-    """Read a fleet YAML file; every error names the file, the service and the field."""
+def load_fleet(path: str | Path, *, partial: bool = False) -> FleetSpec:
+    """Read a fleet YAML file; every error names the file, the service and the field
+    (``partial``: see :func:`fleet_from_dict`)."""
     p = Path(path)
     if not p.is_file():
         raise PlannerError(f"fleet file '{path}' does not exist or is not a file")
-    return fleet_from_dict(read_yaml(p, "fleet file"), str(path), p.parent)
+    return fleet_from_dict(read_yaml(p, "fleet file"), str(path), p.parent, partial=partial)
 
 
 __all__ = ["MAX_SERVICES", "FleetSpec", "Service", "fleet_from_dict", "load_fleet"]

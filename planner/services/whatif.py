@@ -5,6 +5,8 @@ the best split, every service through the closed loop, the joint choice of measu
 islands), so a scenario's λ or cost is the promise that command would print:
 
 * ``--remove-service NAME``: the fleet without a service (shares renormalised);
+  ``--add-service FILE``: with the services of another fleet file (their shares, below 1
+  in total, are their part of the new fleet; the others are scaled to fill the rest);
 * ``--share NAME=X``: a service's share set to X, the others' scaled to fill 1 - X;
 * ``--target NAME=R``: a service's target rate set to R (a fleet of targets);
 * ``--price TYPE=F``: a GPU type's price times F; ``--add TYPE:COUNT[:PRICE]`` and
@@ -138,7 +140,31 @@ def _with_type(inv: Inventory, text: str) -> Inventory:
     return inventory_from_dict(data, "--add")
 
 
+def _added(fleet: FleetSpec, path: str) -> tuple[Service, ...]:
+    """``fleet``'s services with those of the fleet file ``path`` added: with shares,
+    the added services keep theirs and the fleet's are scaled to fill the rest."""
+    from planner.services.spec import load_fleet
+
+    extra = load_fleet(path, partial=True)
+    if extra.mode != fleet.mode:
+        raise PlannerError(f"--add-service {path}: its services have "
+                           f"{'targets' if extra.mode == 'targets' else 'shares'}; the "
+                           f"fleet's have {fleet.mode}")
+    clash = sorted({s.name for s in extra.services} & {s.name for s in fleet.services})
+    if clash:
+        raise PlannerError(f"--add-service {path}: service(s) {clash} already in the fleet")
+    if fleet.mode == "targets":
+        return (*fleet.services, *extra.services)
+    added = sum(float(s.share or 0.0) for s in extra.services)
+    if not added < 1.0:
+        raise PlannerError(f"--add-service {path}: its shares sum to {added:g}; give the "
+                           "added services' part of the new fleet (shares summing below 1)")
+    return _renormalised((*fleet.services, *extra.services),
+                         {s.name: float(s.share or 0.0) for s in extra.services})
+
+
 def scenarios(base: FleetRequest, *, remove_service: Sequence[str] = (),
+              add_service: Sequence[str] = (),
               share: Sequence[str] = (), target: Sequence[str] = (),
               price: Sequence[str] = (), add: Sequence[str] = (),
               remove: Sequence[str] = (), budgets: Sequence[float] = ()) -> list[Scenario]:
@@ -155,6 +181,11 @@ def scenarios(base: FleetRequest, *, remove_service: Sequence[str] = (),
             left = _renormalised(left, {})
         out.append(Scenario(f"without {svc.name}", "service",
                             replace(base, fleet=replace(fleet, services=left))))
+    for path in add_service:
+        services = _added(fleet, path)
+        names = ", ".join(s.name for s in services[len(fleet.services):])
+        out.append(Scenario(f"with {names}", "service",
+                            replace(base, fleet=replace(fleet, services=services))))
     for text in share:
         if fleet.mode != "shares":
             raise PlannerError("--share: the fleet's services have targets; use --target")

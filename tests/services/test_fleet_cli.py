@@ -181,3 +181,28 @@ def test_sigterm_stops_a_fleet_plan_and_leaves_nothing(files, tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 130
     assert not (tmp_path / "deep").exists()
+
+
+def test_targets_mode_meets_every_target(files, tmp_path):
+    """A fleet of targets: the cheapest fleet found on which every service holds its own
+    target at its SLO, on the unseen seeds."""
+    fleet = FLEET.replace("share: 0.6", "target_rps: 30").replace("share: 0.4",
+                                                                   "target_rps: 15")
+    (tmp_path / "fleet.yaml").write_text(fleet)
+    out = tmp_path / "run"
+    assert run(["plan", "--fleet", str(tmp_path / "fleet.yaml"), "--inventory",
+                str(files / "inv.yaml"), "--out", str(out), "--quiet"]) == 0
+    d = load(out)
+    assert d["summary"]["mode"] == "targets" and d["summary"]["targets_met"]
+    assert d["summary"]["lambda_requests_per_s"] is None
+    targets = {"chat": 30.0, "code": 15.0}
+    for svc in d["services"]:
+        assert svc["requests_per_s"] == targets[svc["name"]]
+        assert svc["headline_requests_per_s"] >= targets[svc["name"]] * (1 - 1e-9)
+        checks = svc["slo_attainment_at_promise"]
+        assert {c["seed"] for c in checks} == set(verify_seeds(0))
+        assert all(c["attainment"] >= SLO_ATTAINMENT for c in checks)
+    split = d["comparison"]["split"]
+    if split is not None and split["short"] == []:
+        # the answer costs no more than the best split that holds every target
+        assert d["summary"]["cost_per_hour"] <= split["cost_per_hour"] + 1e-9

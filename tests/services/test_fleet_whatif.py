@@ -124,3 +124,28 @@ def test_fleet_study_refusals(tmp_path, run_cli, extra, message):
 def test_fleet_flags_need_a_fleet(run_cli):
     rc, _o, err = run_cli("whatif", "--share", "chat=0.5")
     assert rc == 2 and "--fleet" in err
+
+
+def test_add_service_scenario(tmp_path):
+    (tmp_path / "more.yaml").write_text(
+        "services:\n  - {name: draft, model: llama-3.1-8b, share: 0.2,"
+        " slo: {ttft_ms: 500, tpot_ms: 20}}\n")
+    scs = scenarios(base_request(), add_service=[str(tmp_path / "more.yaml")])
+    fleet = scs[1].request.fleet
+    assert scs[1].label == "with draft"
+    shares = {s.name: s.share for s in fleet.services}
+    assert shares == {"chat": pytest.approx(0.48), "code": pytest.approx(0.32),
+                      "draft": pytest.approx(0.2)}
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("services:\n  - {name: chat, model: llama-3.1-8b, share: 0.2}\n", "already in the fleet"),
+    ("services:\n  - {name: d, model: llama-3.1-8b, share: 1.0}\n", "sum to 1"),
+    ("services:\n  - {name: d, model: llama-3.1-8b, target_rps: 3}\n", "have targets"),
+    ("services:\n  - {name: d, model: nope, share: 0.1}\n", "field 'model'"),
+])
+def test_bad_add_service(tmp_path, text, message):
+    (tmp_path / "more.yaml").write_text(text)
+    with pytest.raises(PlannerError, match=message):
+        scenarios(base_request(), add_service=[str(tmp_path / "more.yaml")])
