@@ -46,7 +46,19 @@ class Outcome:
 
     @property
     def cost_per_hour(self) -> float:
-        return sum(float(p["summary"]["cost_per_hour"]) for p in self.plans.values())
+        return sum(self.costs().values())
+
+    def costs(self) -> dict[str, float]:
+        """$/h of each service's islands (those its closed plan serves with)."""
+        return {n: float(p["summary"]["cost_per_hour"]) for n, p in self.plans.items()}
+
+    def gpus(self) -> dict[str, int]:
+        """GPUs per type the fleet uses, every service's serving islands together."""
+        total: dict[str, int] = {}
+        for plan in self.plans.values():
+            for gpu, n in gpus_of(plan).items():
+                total[gpu] = total.get(gpu, 0) + n
+        return dict(sorted(total.items()))
 
     def headlines(self) -> dict[str, float]:
         return {n: float(p["summary"]["requests_per_s"]) for n, p in self.plans.items()}
@@ -68,6 +80,15 @@ class FleetOutcome:
     split: Outcome | None  # the best independent split's best round
     rounds: list[dict[str, Any]]
     milp: Outcome | None = None  # the joint MILP's best round
+
+
+def gpus_of(plan: dict[str, Any]) -> dict[str, int]:
+    """GPUs per type of a plan dict's serving islands (idle ones are not bought)."""
+    total: dict[str, int] = {}
+    for isl in plan.get("islands") or []:
+        if isl.get("role") != "idle":
+            total[str(isl["gpu"])] = total.get(str(isl["gpu"]), 0) + int(isl["size"])
+    return dict(sorted(total.items()))
 
 
 def rate_of(req: FleetRequest, out: Outcome, name: str) -> float:
@@ -195,7 +216,7 @@ def combine(req: FleetRequest, outs: Sequence[Outcome]) -> Outcome | None:
                    / (target[n] / top if req.targets else share[n])
                    for n, p in picked.items())
     # its figure on the perf model is the chosen islands' (no MILP solved it)
-    sol = FleetSolution(COMBINED, analytic, sum(costs.values()), layouts, costs)
+    sol = FleetSolution(analytic, layouts, costs)
     return Outcome(COMBINED, sol, picked, rate, analytic, sources=sources)
 
 
@@ -213,4 +234,4 @@ def fleet_band(out: Outcome) -> dict[str, float | None] | None:
 
 
 __all__ = ["COMBINED", "NO_LOAD_FACTOR", "FleetOutcome", "Outcome", "combine",
-           "corrections", "fleet_band", "measured", "rate_of"]
+           "corrections", "fleet_band", "gpus_of", "measured", "rate_of"]

@@ -164,7 +164,8 @@ def hold(req: FleetRequest, out: Outcome, *, seed: int = 0, router: str = "range
 # -- the best split, runnable in a worker process ------------------------------------------
 
 _MODELS: list[tuple[FleetRequest, list[ServiceModel]]] = []
-_CEILING: dict[int, float] = {}
+#: (the models it is for, their solo ceiling): computed once per process and request
+_CEILING: list[tuple[Sequence[ServiceModel], float]] = []
 
 
 def _models_for(req: FleetRequest) -> list[ServiceModel]:
@@ -186,11 +187,9 @@ def split_round(req: FleetRequest, correction: dict[str, Correction] | None, lab
     joint plan: its contexts and its ceiling (:func:`solo_ceiling`, which needs no joint
     MILP) are built there once."""
     models = models or _models_for(req)
-    key = id(models)
-    if key not in _CEILING:
-        _CEILING.clear()
-        _CEILING[key] = solo_ceiling(req, models)
-    sol = best_split(req, models, _CEILING[key], correction=correction)
+    if not (_CEILING and _CEILING[0][0] is models):
+        _CEILING[:] = [(models, solo_ceiling(req, models))]
+    sol = best_split(req, models, _CEILING[0][1], correction=correction)
     if sol is None:
         return None
     return close_solution(req, models, sol, label, seed=seed, router=router)

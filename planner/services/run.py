@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from planner.core.errors import PlannerError
-from planner.outer.protocol import layout_counts
 from planner.report import rendered_run
 from planner.run import files
 from planner.run.schema import load_plan
-from planner.services.outcome import FleetOutcome, Outcome, fleet_band, rate_of
+from planner.services.outcome import FleetOutcome, Outcome, fleet_band, gpus_of, rate_of
 from planner.services.report import render_fleet_html, render_fleet_markdown
 from planner.services.solve import FleetRequest
 
@@ -35,12 +34,6 @@ SERVICES = "services"
 
 def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
-
-
-def _gpus(plan: Mapping[str, Any]) -> dict[str, int]:
-    lay = tuple((str(i["gpu"]), int(i["size"])) for i in plan.get("islands") or []
-                if i.get("role") != "idle")
-    return dict(sorted(layout_counts(lay).items()))
 
 
 def _service_entry(req: FleetRequest, out: Outcome, name: str) -> dict[str, Any]:
@@ -55,7 +48,7 @@ def _service_entry(req: FleetRequest, out: Outcome, name: str) -> dict[str, Any]
             "requests_per_s": rate_of(req, out, name),
             "headline_requests_per_s": _num(s.get("requests_per_s")),
             "analytic_requests_per_s": _num(s.get("analytic_requests_per_s")),
-            "cost_per_hour": float(s["cost_per_hour"]), "gpus": _gpus(plan),
+            "cost_per_hour": float(s["cost_per_hour"]), "gpus": gpus_of(plan),
             "islands": sum(1 for i in plan["islands"] if i.get("role") != "idle"),
             "islands_from": out.sources.get(name, out.label),
             "slo_attainment_at_promise": [
@@ -95,10 +88,6 @@ def fleet_dict(req: FleetRequest, res: FleetOutcome, *, router: str, fleet_file:
                seconds: Mapping[str, float]) -> dict[str, Any]:
     """fleet.json's content (docs/fleet.md, "fleet.json")."""
     ans = res.answer
-    used: dict[str, int] = {}
-    for plan in ans.plans.values():
-        for gpu, n in _gpus(plan).items():
-            used[gpu] = used.get(gpu, 0) + n
     avail = {e.name: e.count for e in req.inventory.entries}
     prices = {e.name: e.price_per_hour for e in req.inventory.entries}
     return {
@@ -114,7 +103,7 @@ def fleet_dict(req: FleetRequest, res: FleetOutcome, *, router: str, fleet_file:
             "lambda_requests_per_s": None if req.targets else ans.rate,
             "targets_met": bool(req.targets and ans.rate > 0),
             "cost_per_hour": ans.cost_per_hour, "budget": req.budget,
-            "gpus_used": dict(sorted(used.items())),
+            "gpus_used": ans.gpus(),
             "gpus_available": avail, "prices": prices,
             "answer_from": ans.label, "answer_kind": ans.kind,
             "answer_sources": dict(ans.sources),

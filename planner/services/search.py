@@ -138,8 +138,7 @@ def search_fleet(req: FleetRequest, models: Sequence[ServiceModel], search: str,
                           "tried); try --search exact or more --iterations")
     per = split_layout(found.best_layout, names)
     costs = {n: layout_cost(lay, objective.prices) for n, lay in per.items()}
-    return FleetSolution("joint", float(found.best_score.value), sum(costs.values()), per,
-                         costs, status=search)
+    return FleetSolution(float(found.best_score.value), per, costs)
 
 
 __all__ = ["SEP", "JointObjective", "pseudo_space", "search_fleet", "split_layout"]

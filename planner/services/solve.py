@@ -10,7 +10,7 @@ each model alone would get -- the yardstick the joint plan must beat.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -23,13 +23,11 @@ from planner.context.request import PlanRequest
 from planner.core.errors import NoPlanError, PlannerError
 from planner.fleet.inventory import Inventory
 from planner.inner import make_inner_solver
-from planner.outer.exact import ExactSearch, candidate_sizes
+from planner.outer.exact import ExactSearch
 from planner.outer.joint import JointResult, ServiceColumns, solve_joint
 from planner.outer.protocol import Layout, SearchSpace, layout_counts
 from planner.plan import Plan, explain_no_plan, solve_layout
 from planner.services.spec import FleetSpec, Service
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -182,23 +180,13 @@ class ServiceModel:
 class FleetSolution:
     """Every service's islands from one solve (joint or split) on the perf model."""
 
-    label: str
     value: float  # λ (shares) or the largest target (targets), requests/s
-    cost_per_hour: float
     layouts: dict[str, Layout]
-    costs: dict[str, float]
-    status: str = ""
-    bound: float = math.nan
-    gap: float = math.nan
-    seconds: float = 0.0
+    costs: dict[str, float]  # $/h of each service's islands
 
     @property
-    def gpus_used(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for layout in self.layouts.values():
-            for gpu, n in layout_counts(layout).items():
-                total[gpu] = total.get(gpu, 0) + n
-        return total
+    def cost_per_hour(self) -> float:
+        return sum(self.costs.values())
 
 
 def weights(req: FleetRequest, asked: dict[str, float] | None = None) -> dict[str, float]:
@@ -217,8 +205,17 @@ def _unservable(models: Sequence[ServiceModel], res: JointResult) -> NoPlanError
     for m in models:
         if f"service {m.service.name!r}" in res.message:
             return NoPlanError(f"service {m.service.name!r} cannot be served: {m.why_not()}")
-    return NoPlanError(f"no fleet within the inventory{' and budget' if res.status else ''} "
-                       f"serves every service: {res.message}")
+    return NoPlanError(f"no fleet serves every service: {res.message}")
+
+
+def _milp(req: FleetRequest, space: SearchSpace, cols: Sequence[ServiceColumns], *,
+          target: bool = False) -> JointResult:
+    """:func:`planner.outer.joint.solve_joint` with the fleet's settings: the exact
+    search's pruning and node limit, :data:`FLEET_MIP_GAP`, the request's time limit."""
+    ex = ExactSearch()
+    return solve_joint(space, cols, target=target, time_limit=req.exact_time_limit,
+                       mip_rel_gap=FLEET_MIP_GAP, prune_tol=ex.prune_tol,
+                       node_limit=ex.node_limit)
 
 
 def solve_fleet(req: FleetRequest, models: Sequence[ServiceModel], *,
@@ -235,17 +232,12 @@ def solve_fleet(req: FleetRequest, models: Sequence[ServiceModel], *,
         space = replace(space, target_rps=max(asked.values()))
     fix = correction or {}
     cols = [m.columns(space, w[m.service.name], fix.get(m.service.name)) for m in models]
-    res = solve_joint(space, cols, target=req.targets, time_limit=req.exact_time_limit,
-                      mip_rel_gap=FLEET_MIP_GAP, prune_tol=ExactSearch().prune_tol,
-                      node_limit=ExactSearch().node_limit)
+    res = _milp(req, space, cols, target=req.targets)
     if not any(s.layout for s in res.services):
         raise _unservable(models, res)
-    return FleetSolution("joint", res.value, res.cost_per_hour,
-                         {m.service.name: s.layout for m, s in zip(models, res.services,
-                                                                    strict=True)},
-                         {m.service.name: s.cost_per_hour
-                          for m, s in zip(models, res.services, strict=True)},
-                         res.status, res.bound, res.gap, res.seconds)
+    pairs = list(zip(models, res.services, strict=True))
+    return FleetSolution(res.value, {m.service.name: s.layout for m, s in pairs},
+                         {m.service.name: s.cost_per_hour for m, s in pairs})
 
 
 def _minus(space: SearchSpace, used: dict[str, int], money: float | None
@@ -267,20 +259,13 @@ def alone(req: FleetRequest, models: Sequence[ServiceModel], rates: dict[str, fl
     used: dict[str, int] = {}
     money = req.budget
     layouts, costs = {}, {}
-    ex = ExactSearch()
     for m in models:
         rest = _minus(space, used, money)
         if rest is None:
             return None
         rest = replace(rest, target_rps=rates[m.service.name])
-        sizes = candidate_sizes(rest)
-        if not any(sizes.values()):
-            return None
         fix = (correction or {}).get(m.service.name)
-        res = solve_joint(rest, [m.columns(rest, 1.0, fix)], target=True,
-                          time_limit=req.exact_time_limit, mip_rel_gap=FLEET_MIP_GAP,
-                          prune_tol=ex.prune_tol, node_limit=ex.node_limit)
-        mine = res.services[0]
+        mine = _milp(req, rest, [m.columns(rest, 1.0, fix)], target=True).services[0]
         if not mine.layout:
             return None
         layouts[m.service.name], costs[m.service.name] = mine.layout, mine.cost_per_hour
@@ -291,13 +276,11 @@ def alone(req: FleetRequest, models: Sequence[ServiceModel], rates: dict[str, fl
             if money < -1e-9 * max(1.0, req.budget or 1.0):
                 return None
             money = max(money, 1e-9)
-    total = sum(costs.values())
-    return FleetSolution("best split", 0.0, total, layouts, costs)
+    return FleetSolution(0.0, layouts, costs)
 
 
 def best_split(req: FleetRequest, models: Sequence[ServiceModel], ceiling: float,
-               say: Say | None = None, correction: Mapping[str, Correction] | None = None
-               ) -> FleetSolution | None:
+               correction: Mapping[str, Correction] | None = None) -> FleetSolution | None:
     """The best the same budget buys when it is split into independent one-model plans.
 
     Shares: the largest λ at which every service, planned alone for λ·share at least
@@ -322,8 +305,6 @@ def best_split(req: FleetRequest, models: Sequence[ServiceModel], ceiling: float
     def fits(rate: float) -> bool:
         nonlocal best
         got = alone(req, models, {k: rate * v for k, v in share.items()}, correction)
-        if say:
-            say(f"best split: λ {rate:,.1f} requests/s {'fits' if got else 'does not fit'}")
         if got is not None:
             got.value = rate
             best = got
@@ -356,10 +337,7 @@ def solo_ceiling(req: FleetRequest, models: Sequence[ServiceModel]) -> float:
     space = replace(req.space(), target_rps=None)
     ceiling = math.inf
     for m in models:
-        res = solve_joint(space, [m.columns(space, 1.0)], mip_rel_gap=FLEET_MIP_GAP,
-                          prune_tol=ExactSearch().prune_tol,
-                          node_limit=ExactSearch().node_limit,
-                          time_limit=req.exact_time_limit)
+        res = _milp(req, space, [m.columns(space, 1.0)])
         top = res.bound if math.isfinite(res.bound) and res.bound > 0 else res.value
         ceiling = min(ceiling, top / float(m.service.share or 1.0))
     return ceiling if math.isfinite(ceiling) else 0.0

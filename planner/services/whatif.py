@@ -21,7 +21,6 @@ Scenario parsing is pure (:func:`scenarios`); :func:`run_study` plans them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,15 +29,9 @@ from perfmodel.errors import at, check_number
 from planner.closed_plan import close_one
 from planner.core.errors import NoPlanError, PlannerError
 from planner.fleet.inventory import Inventory, inventory_from_dict
-from planner.outer.joint import solve_joint
-from planner.outer.protocol import layout_counts
-from planner.services.outcome import FleetOutcome, rate_of
+from planner.services.outcome import FleetOutcome, gpus_of, rate_of
 from planner.services.promise import close_fleet
-from planner.services.solve import (
-    FLEET_MIP_GAP,
-    FleetRequest,
-    ServiceModel,
-)
+from planner.services.solve import FleetRequest, ServiceModel, solve_fleet
 from planner.services.spec import FleetSpec, Service
 
 Say = Callable[[str], None]
@@ -70,13 +63,9 @@ class ScenarioResult:
             return {**out, "lambda_rps": None, "cost_per_hour": None, "gpus": {},
                     "service_rps": {}, "error": self.error}
         ans = self.outcome.answer
-        gpus: dict[str, int] = {}
-        for lay in ans.solution.layouts.values():
-            for g, n in layout_counts(tuple(lay)).items():
-                gpus[g] = gpus.get(g, 0) + n
         return {**out, "lambda_rps": None if req.targets else ans.rate,
                 "targets_met": bool(req.targets and ans.rate > 0),
-                "cost_per_hour": ans.cost_per_hour, "gpus": dict(sorted(gpus.items())),
+                "cost_per_hour": ans.cost_per_hour, "gpus": ans.gpus(),
                 "service_rps": {n: rate_of(req, ans, n) for n in ans.plans},
                 "answer_from": ans.label, "error": ""}
 
@@ -87,7 +76,7 @@ class MarginalOption:
     extra_per_hour: float
     headline_before: float
     headline_after: float
-    lambda_after: float
+    lambda_after: float | None  # None with targets (no λ)
     cost_added: float
     gpus_added: dict[str, int] = field(default_factory=dict)
 
@@ -256,8 +245,8 @@ def marginal(req: FleetRequest, base: FleetOutcome, extra: float, *, seed: int,
     each that service alone with its cost + ``extra`` on the GPUs the others leave,
     maximising its rate, closed in simulation."""
     ans = base.answer
-    used: dict[str, dict[str, int]] = {
-        n: layout_counts(tuple(lay)) for n, lay in ans.solution.layouts.items()}
+    used = {n: gpus_of(p) for n, p in ans.plans.items()}
+    spent = ans.costs()
     heads = ans.headlines()
     share = {s.name: float(s.share or 0.0) for s in req.fleet.services}
     options = []
@@ -271,33 +260,31 @@ def marginal(req: FleetRequest, base: FleetOutcome, extra: float, *, seed: int,
         inv = req.inventory
         for e in inv.entries:
             inv = inv.with_count(e.name, max(0, e.count - others.get(e.name, 0)))
-        money = ans.solution.costs[name] + extra
+        money = spent[name] + extra
         solo = replace(req, inventory=inv, budget=money,
                        fleet=replace(req.fleet, services=(replace(svc, share=1.0,
                                                                   target_rps=None),)))
         model = ServiceModel.build(solo, solo.fleet.services[0])
-        space = solo.space()
         say(f"marginal: {extra:g} $/h more for {name}")
-        res = solve_joint(space, [model.columns(space, 1.0)], mip_rel_gap=FLEET_MIP_GAP,
-                          time_limit=req.exact_time_limit)
-        lay = res.services[0].layout
-        after = heads[name]
-        cost = ans.solution.costs[name]
+        after, cost = heads[name], spent[name]
         gpus: dict[str, int] = {}
-        if lay:
-            d = close_one(model.plan(lay, res.services[0].cost_per_hour), seed=seed,
-                          router=router)
-            if float(d["summary"]["requests_per_s"]) > after:
-                after = float(d["summary"]["requests_per_s"])
-                cost = float(d["summary"]["cost_per_hour"])
-                now = layout_counts(tuple(lay))
-                gpus = {g: now.get(g, 0) - used[name].get(g, 0)
-                        for g in sorted(set(now) | set(used[name]))
-                        if now.get(g, 0) != used[name].get(g, 0)}
+        try:  # the service alone: the most its money buys
+            sol = solve_fleet(solo, [model])
+        except NoPlanError:
+            sol = None
+        d = None if sol is None else close_one(
+            model.plan(sol.layouts[name], sol.costs[name]), seed=seed, router=router)
+        if d is not None and float(d["summary"]["requests_per_s"]) > after:
+            after = float(d["summary"]["requests_per_s"])
+            cost = float(d["summary"]["cost_per_hour"])
+            now = gpus_of(d)
+            gpus = {g: now.get(g, 0) - used[name].get(g, 0)
+                    for g in sorted(set(now) | set(used[name]))
+                    if now.get(g, 0) != used[name].get(g, 0)}
         rates = {n: (after if n == name else heads[n]) for n in heads}
-        lam = min(rates[n] / share[n] for n in rates) if not req.targets else math.nan
+        lam = None if req.targets else min(rates[n] / share[n] for n in rates)
         options.append(MarginalOption(name, extra, heads[name], after, lam,
-                                      cost - ans.solution.costs[name], gpus))
+                                      cost - spent[name], gpus))
     return options
 
 
@@ -327,7 +314,8 @@ def study_dict(results: Sequence[ScenarioResult], options: Sequence[MarginalOpti
     for r in rows:  # against the base: λ ratio (shares) or cost ratio (targets)
         key = "cost_per_hour" if base.targets else "lambda_rps"
         r["vs_base"] = (r[key] / b[key] if r.get(key) and b.get(key) else None)
-    best = max(options, key=lambda o: (o.lambda_after, o.headline_after - o.headline_before),
+    best = max(options, key=lambda o: (o.lambda_after or 0.0,
+                                       o.headline_after - o.headline_before),
                default=None) if not base.targets else None
     return {"schema": "fleet-whatif/1", "fleet_file": fleet_file, "seed": seed,
             "router": router, "fleet": base.fleet.to_dict(),

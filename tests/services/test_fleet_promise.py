@@ -42,7 +42,7 @@ def plan(islands, head, cost, *, sat=None, checks=(), factors=None):
 
 
 def outcome(label, plans):
-    sol = FleetSolution(label, 0.0, 0.0, {}, {})
+    sol = FleetSolution(0.0, {}, {})
     return Outcome(label, sol, plans, 0.0, 0.0)
 
 

@@ -8,9 +8,11 @@ import pytest
 import yaml
 
 from planner.fleet.inventory import inventory_from_dict
+from planner.outer.exact import ExactSearch
+from planner.outer.joint import solve_joint
 from planner.outer.registry import make_search
 from planner.services.search import JointObjective, pseudo_space, split_layout
-from planner.services.solve import FleetRequest, ServiceModel, solve_fleet, weights
+from planner.services.solve import FleetRequest, ServiceModel, weights
 from planner.services.spec import fleet_from_dict
 
 INVENTORY = {"name": "t", "gpus": [{"type": "H20", "count": 16, "price_per_hour": 1.0},
@@ -21,6 +23,13 @@ services:
   - {name: code, model: llama-3.1-8b, workload: azure-code-2023, share: 0.4,
      slo: {ttft_ms: 4000, tpot_ms: 50}}
 """
+
+
+def joint_milp(req, models):
+    """The joint MILP over the same columns (its optimum and proven bound)."""
+    space, w = req.space(), weights(req)
+    return solve_joint(space, [m.columns(space, w[m.service.name]) for m in models],
+                       prune_tol=ExactSearch().prune_tol)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +78,7 @@ def test_a_search_over_joint_layouts_is_feasible_and_below_the_milp(fleet):
     found = make_search("random", evaluations=48).search(space, obj, seed=0)
     assert found.best_score is not None and found.best_score.feasible
     assert found.best_score.cost_per_hour <= 12.0 + 1e-9
-    milp = solve_fleet(req, models)
+    milp = joint_milp(req, models)
     # the MILP is the optimum of the same model (to its gap and pruning tolerance)
     assert found.best_score.value <= milp.bound * (1 + 1e-6)
 
@@ -82,6 +91,6 @@ def test_warm_start_is_the_joint_lp_rounded(fleet):
     assert warm and all(name.split("::")[0] in ("chat", "code") for name, _ in warm)
     score = obj(warm)
     assert score.feasible and score.cost_per_hour <= 12.0 + 1e-9
-    milp = solve_fleet(req, models)
+    milp = joint_milp(req, models)
     # near the MILP's optimum, never above its proven bound
     assert 0.8 * milp.value <= score.value <= milp.bound * (1 + 1e-6)

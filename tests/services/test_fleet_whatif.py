@@ -149,3 +149,23 @@ def test_bad_add_service(tmp_path, text, message):
     (tmp_path / "more.yaml").write_text(text)
     with pytest.raises(PlannerError, match=message):
         scenarios(base_request(), add_service=[str(tmp_path / "more.yaml")])
+
+
+def test_marginal_on_a_fleet_of_targets(tmp_path):
+    """With targets there is no λ: the marginal options say so (null), and the study's
+    JSON is still written (a NaN there once failed it)."""
+    (tmp_path / "inv.yaml").write_text(INVENTORY)
+    fleet = FLEET.replace("share: 0.6", "target_rps: 30").replace("share: 0.4",
+                                                                   "target_rps: 15")
+    (tmp_path / "fleet.yaml").write_text(fleet)
+    out = tmp_path / "study"
+    assert run(["whatif", "--fleet", str(tmp_path / "fleet.yaml"), "--inventory",
+                str(tmp_path / "inv.yaml"), "--marginal", "2", "--out", str(out),
+                "--quiet"]) == 0
+    st = json.loads((out / "whatif.json").read_text())
+    assert st["scenarios"][0]["targets_met"]
+    assert {o["service"] for o in st["marginal"]} == {"chat", "code"}
+    for o in st["marginal"]:
+        assert o["lambda_after"] is None
+        assert o["headline_after"] >= o["headline_before"]
+        assert o["cost_added"] <= 2.0 + 1e-9
