@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("planner.plan",),
     ("planner.closed_plan", "planner.report", "planner.whatif", "planner.export"),
     ("planner.services",),
+    ("planner.schedule",),
     ("planner.cli",),
 ]
 

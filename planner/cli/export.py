@@ -39,8 +39,16 @@ def export(
         raise PlannerError(f"--format: {fmt!r} is not a format ({', '.join(FORMATS)})")
     target = out if out is not None else run_dir / "export"
     check_run_folder(target, "--out", run_file="router.json")
+    from planner.schedule.run import is_schedule_run
     from planner.services.run import is_fleet_run
 
+    if is_schedule_run(run_dir):  # a profile run (planner plan --profile)
+        from planner.schedule.export import schedule_export_files
+
+        written = publish(schedule_export_files(run_dir, fmt), target)
+        results_console().print(f"wrote {len(written)} files in {target}; start with "
+                                f"{target / 'README.md'}", highlight=False, soft_wrap=True)
+        return
     if is_fleet_run(run_dir):  # several services (planner plan --fleet)
         from planner.services.export import fleet_export_files
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from planner.cli.progress import interrupt_on_sigterm
+from planner.cli.progress import interrupt_on_sigterm, timed_say
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import load_inventory
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
@@ -112,11 +112,7 @@ def plan_fleet(fleet_path: Path, inventory: Path, budget: float | None, *, seed:
     check_run_folder(out if out is not None else run_dir, run_file=FLEET_FILE)
     console = Console(stderr=True, quiet=quiet)
     t0 = time.perf_counter()
-
-    def say(msg: str) -> None:
-        if not quiet:
-            console.print(f"[{time.perf_counter() - t0:5.1f} s] {msg}", style="dim",
-                          highlight=False)
+    say = timed_say(console, quiet)
 
     created = new_folders(run_dir)
     try:

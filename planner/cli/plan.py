@@ -33,6 +33,9 @@ from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
 SEARCHES = ("auto", *OUTER_SEARCHES)
+#: Input-length ranges of a profile run: every slot is a MILP over islands x ranges, and
+#: 168 of them at the static default of 32 take minutes (docs/profiles.md, "Speed").
+PROFILE_RANGES = 8
 #: ``auto`` is the planner's choice among the registered searches (planner.plan).
 AUTO_HELP = {"auto": "the exact MILP for the analytic objective, BO where a MILP cannot "
                      "go; the report says which and why (default)"}
@@ -90,7 +93,8 @@ def plan(
     seed: int = typer.Option(0, help="Seed of every random choice."),
     out: str = typer.Option(None, help="Run folder.",
                              show_default="reports/<time>-<inventory>-<workload>"),
-    ranges: int = typer.Option(32, help="Number of input-length ranges (§4.6.3)."),
+    ranges: int = typer.Option(None, help="Number of input-length ranges (§4.6.3).",
+                               show_default="32; 8 with --profile (one MILP per slot)"),
     iterations: int = typer.Option(None, help="BO iterations (BO searches only).",
                                    show_default=search_defaults("iterations")),
     batch_size: int = typer.Option(None, help="BO candidates per iteration, q (BO "
@@ -145,6 +149,23 @@ def plan(
                                "SLO, share or target each) on the one inventory and "
                                "budget: a fleet file (docs/fleet.md; fleets/example.yaml).",
                                show_default="one model"),
+    profile: str = typer.Option(None, "--profile", help="Load over time: a profile file or "
+                                "built-in profile (docs/profiles.md); plans a reserved fleet "
+                                "and each slot's on-demand and spot islands at the least "
+                                "cost for the period.", show_default="one static rate"),
+    peak_rps: float = typer.Option(None, "--peak-rps", help="With --profile: scale the "
+                                   "profile so that its busiest slot is this many "
+                                   "requests/s (required for a relative profile).",
+                                   show_default="the profile's own rates"),
+    startup_s: float = typer.Option(None, "--startup-s", help="With --profile: seconds an "
+                                    "island takes to start serving; it is started (and "
+                                    "paid) that long before its slot.",
+                                    show_default="the weights at 1.55 GB/s + 20 s "
+                                    "(docs/profiles.md)"),
+    scenarios: str = typer.Option(None, "--scenarios", help="With --profile: other "
+                                  "profiles (comma-separated, at most 8) the reserved fleet "
+                                  "must also serve; the one with the smallest worst-case "
+                                  "regret is kept.", show_default="none"),
 ) -> None:
     """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
     from planner.fleet.inventory import load_inventory
@@ -169,6 +190,35 @@ def plan(
     values.number(iterations, "--iterations", integer=True, ge=1, le=values.MAX_ITERATIONS)
     values.number(batch_size, "--batch-size", integer=True, ge=1, le=values.MAX_BATCH_SIZE)
     values.number(exact_time_limit, "--exact-time-limit", gt=0, le=values.MAX_TIME_LIMIT)
+    if ranges is None:
+        ranges = PROFILE_RANGES if profile is not None else 32
+    if profile is None:
+        for flag, value in (("--peak-rps", peak_rps), ("--startup-s", startup_s),
+                            ("--scenarios", scenarios)):
+            if value is not None:
+                raise PlannerError(f"{flag} applies only with --profile")
+    if profile is not None:
+        from planner.cli.profile_plan import plan_profile
+        from planner.cli.profile_plan import refuse as refuse_profile
+
+        refuse_profile([flag for flag, value, default in (
+            ("--budget", budget, None), ("--target-rps", target_rps, None),
+            ("--fleet", fleet, None), ("--inner", inner, DEFAULT_INNER),
+            ("--objective", objective, "analytic"), ("--resume", resume, False),
+            ("--workers", workers, None), ("--ray-address", ray_address, None),
+            ("--iterations", iterations, None), ("--batch-size", batch_size, None),
+            ("--no-exact", exact, True), ("--no-homogeneous", homogeneous, True),
+            ("--plan-at", plan_at, "point"), ("--search", search, "auto"))
+            if value != default])
+        if engine is not None:
+            engine = values.naming("--engine", get_engine, engine).name
+        values.naming("--model", get_model, model)
+        plan_profile(profile, inventory, peak_rps=peak_rps, model=model, workload=workload,
+                     slo=SLO() if no_slo else SLO(ttft_ms, tpot_ms), engine=engine,
+                     startup_s=startup_s, scenarios=scenarios, seed=seed, ranges=ranges,
+                     router=router, island_granularity=island_granularity,
+                     sim_check=sim_check, out=out, quiet=quiet)
+        return
     if fleet is not None:
         from planner.cli.fleet import plan_fleet, refuse
 

@@ -91,3 +91,19 @@ def resume_command(out: Path) -> str:
     if "--out" not in argv:
         argv += ["--out", str(out)]
     return "planner " + " ".join(shlex.quote(a) for a in argv) + " --resume"
+
+
+def timed_say(console, quiet: bool):
+    """A progress line printer for the long commands: ``[  12.3 s] message`` on the
+    console (stderr), the seconds since this call; silent when ``quiet``."""
+    import time
+
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if not quiet:
+            console.print(f"[{time.perf_counter() - t0:5.1f} s] {msg}", style="dim",
+                          highlight=False)
+
+    return say
+

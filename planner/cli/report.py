@@ -19,8 +19,19 @@ def report(
     """Re-render report.html, report.md, the CSV tables and the plots from plan.json."""
     # imported here so that other commands do not pay for matplotlib at start-up
     from planner.report import load_plan, render_report, summary_text
+    from planner.schedule.run import is_schedule_run
     from planner.services.run import is_fleet_run
 
+    if is_schedule_run(run_dir):  # a profile run: report.md, schedule.csv and the chart
+        from planner.cli.profile_plan import summary_lines as schedule_lines
+        from planner.schedule.run import rerender_schedule
+
+        run, written = rerender_schedule(run_dir)
+        if not quiet:
+            for line in schedule_lines(run):
+                print(line)
+        print(f"re-rendered {len(written)} files in {run_dir}; open {run_dir / 'report.md'}")
+        return
     if is_fleet_run(run_dir):  # a fleet: its report and every service's
         from planner.cli.fleet import summary_lines
         from planner.services.run import rerender_fleet

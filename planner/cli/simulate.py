@@ -74,6 +74,10 @@ def simulate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display, timing "
                                "lines or table (warnings and the files written still "
                                "print)."),
+    profile: bool = typer.Option(False, "--profile", help="A schedule run (planner plan "
+                                 "--profile): replay its busiest day slot by slot on "
+                                 "unseen seeds and report each slot's SLO attainment "
+                                 "(day-replay.json)."),
 ) -> None:
     """Simulate the plan in RUN_DIR and write latency metrics and plots beside it."""
     from planner.inner.registry import needs_context
@@ -84,6 +88,16 @@ def simulate(
     from planner.workload import load_workload
 
     values.seed(seed)
+    if profile or (run_dir / "schedule.json").is_file():
+        given = [flag for flag, value, default in (
+            ("--router-config", router_config, None), ("--rate", rate, "0.8x"),
+            ("--workload", workload, None), ("--trace", trace, None),
+            ("-n/--requests", requests, None), ("--arrivals", arrivals, "auto"),
+            ("--warmup", warmup, "30s"), ("--ttft-slo", ttft_slo, None),
+            ("--tpot-slo", tpot_slo, None), ("--engine", engine, None),
+            ("--no-fair-sharing", no_fair_sharing, False)) if value != default]
+        _replay_schedule(run_dir, profile, router, seed, given, quiet)
+        return
     values.number(requests, "-n/--requests", integer=True, ge=1, le=values.MAX_SIM_REQUESTS)
     for value, flag in ((ttft_slo, "--ttft-slo"), (tpot_slo, "--tpot-slo")):
         values.number(value, flag, gt=0, le=values.MAX_LATENCY_MS / 1000)
@@ -154,6 +168,50 @@ def simulate(
         out.print(_table(runs))
     out.print(f"wrote {len(written)} files in {run_dir}; open {run_dir / 'report.html'}",
               highlight=False, soft_wrap=True)
+
+
+def _replay_schedule(run_dir: Path, profile: bool, router: str | None, seed: int,
+                     given: list[str], quiet: bool) -> None:
+    """``--profile``: the schedule run's busiest day, slot by slot."""
+    import json
+
+    from planner.core.atomic import write_text_atomic
+    from planner.core.errors import PlannerError
+    from planner.schedule.replay import replay_day
+    from planner.schedule.run import SCHEDULE_FILE, load_schedule_run
+
+    if not (run_dir / SCHEDULE_FILE).is_file():
+        raise PlannerError(f"{run_dir}: --profile replays a schedule run (planner plan "
+                           f"--profile), which writes {SCHEDULE_FILE}; this folder has none")
+    if not profile:
+        raise PlannerError(f"{run_dir}: a schedule run ({SCHEDULE_FILE}): give --profile "
+                           "to replay its busiest day slot by slot")
+    if given:
+        raise PlannerError(f"{given[0]} does not apply with --profile: each slot is "
+                           "simulated at its own rate and workload mix")
+    names = [r.strip() for r in (router or "range").split(",") if r.strip()]
+    if len(names) != 1:
+        raise PlannerError("--router: --profile replays one router at a time")
+    ROUTERS.lookup(names[0])
+    run = load_schedule_run(run_dir)
+    console = Console(stderr=True, quiet=quiet)
+    where = str(run_dir / SCHEDULE_FILE)
+    out = replay_day(run, where, router=names[0], seed=seed,
+                     say=lambda m: console.print(m, style="dim", highlight=False))
+    write_text_atomic(run_dir / "day-replay.json", json.dumps(out, indent=2))
+    res = results_console()
+    if not quiet:
+        t = Table(title="Busiest day, slot by slot", title_justify="left")
+        for h in ("slot", "stream", "rate (req/s)", "SLO attainment"):
+            t.add_column(h, justify="right")
+        for c in out["checks"]:
+            t.add_row(str(c["slot"]), c["stream"], f"{c['rate_rps']:,.2f}",
+                      f"{100 * c['attainment']:.2f} %")
+        res.print(t)
+    low = out["lowest_attainment"]
+    res.print(f"lowest SLO attainment {100 * (low or 0):.2f} % over {len(out['slots'])} "
+              f"slots; {len(out['slots_below_99'])} below 99 %; wrote "
+              f"{run_dir / 'day-replay.json'}", highlight=False, soft_wrap=True)
 
 
 def _table(runs) -> Table:

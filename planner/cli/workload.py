@@ -109,6 +109,15 @@ def show(
         print(f"wrote {png}")
 
 
+def _check_trace_flags(fmt: str, time_unit: str | None) -> None:
+    if fmt not in TRACE_FORMATS:
+        raise PlannerError(f"--format: unknown trace format {fmt!r}; known formats: "
+                           f"{', '.join(TRACE_FORMATS)}")
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        raise PlannerError(f"--time-unit: unknown time unit {time_unit!r}; use one of "
+                           f"{', '.join(TIME_UNITS)}")
+
+
 def parse_columns(text: str | None) -> dict[str, str] | None:
     """``input=a,output=b,time=c`` -> mapping; an empty value (``time=``) disables a role."""
     if not text:
@@ -156,12 +165,7 @@ def fit(
     values.number(max_len, "--max-len", integer=True, ge=1, le=MAX_SUPPORTED_LEN)
     values.number(bin_width, "--bin-width", integer=True, ge=1, le=MAX_SUPPORTED_LEN)
     check_output_file(out, "--out")
-    if fmt not in TRACE_FORMATS:
-        raise PlannerError(f"--format: unknown trace format {fmt!r}; known formats: "
-                           f"{', '.join(TRACE_FORMATS)}")
-    if time_unit is not None and time_unit not in TIME_UNITS:
-        raise PlannerError(f"--time-unit: unknown time unit {time_unit!r}; use one of "
-                           f"{', '.join(TIME_UNITS)}")
+    _check_trace_flags(fmt, time_unit)
     workload, report = fit_trace(
         trace, fmt, name=name or out.stem, max_len=max_len, columns=parse_columns(columns),
         time_unit=time_unit, bin_width=bin_width, block_size=block_size)
@@ -174,4 +178,81 @@ def fit(
           f"{workload.decode_mean:.1f} (max {workload.decode_max}); rate "
           f"{_fmt(workload.rate_rps)} req/s; CV {_fmt(workload.cv)}; prefix hit rate "
           f"{workload.prefix_hit_rate:.1%}")
+    print(f"wrote {out}")
+
+
+@app.command("profile", short_help="Derive a load profile (rate per time slot) from traces.")
+def profile_cmd(
+    traces: Annotated[list[Path], typer.Argument(help="timestamped trace file(s); several: "
+                                                 "one per workload stream",
+                                                 metavar="TRACE...")],
+    out: Annotated[Path, typer.Option("--out", help="profile YAML file to write")],
+    fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(TRACE_FORMATS)}")
+                   ] = "azure",
+    slot_minutes: Annotated[float, typer.Option(
+        "--slot-minutes", help="slot length in minutes")] = 60.0,
+    fold: Annotated[str, typer.Option(
+        "--fold", help="week (hour of the week, UTC), day (hour of the day) or none (the "
+        "trace's own time line)")] = "week",
+    workloads: Annotated[str | None, typer.Option(
+        "--workloads", help="with several traces: the workload of each, comma-separated "
+        "(built-in names or YAML paths), e.g. azure-conv-2023,azure-code-2023")] = None,
+    streams: Annotated[str | None, typer.Option(
+        "--streams", help="with several traces: stream names, comma-separated",
+        show_default="the workloads' names")] = None,
+    columns: Annotated[str | None, typer.Option(
+        "--columns", help="column mapping, e.g. time=ts", show_default="the format's")
+                       ] = None,
+    time_unit: Annotated[str | None, typer.Option(
+        "--time-unit", help="unit of numeric timestamps: s, ms, us, ns",
+        show_default="the format's")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="profile name",
+                                             show_default="the output file's stem")] = None,
+) -> None:
+    """Count arrivals per time slot and write a profile for `planner plan --profile`."""
+    import numpy as np
+
+    from planner.workload.loaders import iter_trace
+    from planner.workload.profile_derive import FOLDS, derive_profile
+    from planner.workload.profile_io import write_profile
+
+    if out.suffix not in (".yaml", ".yml"):
+        raise PlannerError(f"--out {out}: expected a .yaml file")
+    values.number(slot_minutes, "--slot-minutes", gt=0, le=7 * 24 * 60)
+    if fold not in FOLDS:
+        raise PlannerError(f"--fold: expected one of {', '.join(FOLDS)}, got {fold!r}")
+    _check_trace_flags(fmt, time_unit)
+    wl = [w.strip() for w in workloads.split(",")] if workloads else []
+    if len(traces) > 1 and len(wl) != len(traces):
+        raise PlannerError(f"--workloads: give one workload per trace ({len(traces)}), "
+                           "comma-separated")
+    if len(traces) == 1 and wl:
+        raise PlannerError("--workloads applies with several traces (one stream each); "
+                           "one trace is planned with `planner plan --workload`")
+    for w in wl:
+        values.naming("--workloads", load_workload, w)
+    names = [s.strip() for s in streams.split(",")] if streams else \
+        [Path(w).stem for w in wl] or ["default"]
+    if len(names) != max(len(traces), 1) or len(set(names)) != len(names) \
+            or not all(names):
+        raise PlannerError("--streams: give one distinct name per trace")
+    check_output_file(out, "--out")
+    times = {}
+    for stream, trace in zip(names, traces, strict=True):
+        parts = [c.time_ns for c in iter_trace(trace, fmt, columns=parse_columns(columns),
+                                               time_unit=time_unit)
+                 if c.time_ns is not None]
+        if not parts:
+            raise PlannerError(f"{trace}: no time column: give --columns time=<column>")
+        times[stream] = np.concatenate(parts)
+    prof = derive_profile(times, slot_minutes=slot_minutes, fold=fold,
+                          name=name or out.stem,
+                          source="derived by `planner workload profile` from "
+                                 + ", ".join(t.name for t in traces),
+                          workloads=dict(zip(names, wl, strict=True)) if wl else None)
+    write_profile(out, prof)
+    r = prof.rates
+    print(f"{len(prof.slots)} slots of {slot_minutes:g} min over {prof.period_hours:g} h; "
+          f"rate mean {float(np.average(r, weights=prof.hours)):.4g} req/s, peak "
+          f"{r.max():.4g}, quietest {r.min():.4g}")
     print(f"wrote {out}")

@@ -32,9 +32,11 @@ from perfmodel.reading import read_yaml
 from planner.core.errors import PlannerError
 from planner.fleet.network import parse_network
 from planner.fleet.servers import ServerShape, default_gpus_per_node
+from planner.fleet.tiers import PriceTiers, parse_tiers
 
 _ENTRY_FIELDS = {"type", "count", "servers", "gpus_per_node", "price_per_hour", "min_island",
-                 "datasheet", "price_source", "price_date", "price_origin", "node_source"}
+                 "datasheet", "price_source", "price_date", "price_origin", "node_source",
+                 "tiers"}
 #: Where an entry's price comes from: the GPU catalog (the entry gives none), the
 #: inventory file, or the inventory for a GPU it describes by its own datasheet.
 PRICE_ORIGINS = ("catalog", "inventory", "datasheet")
@@ -52,6 +54,17 @@ class InventoryEntry:
     #: GPUs per server (planner.fleet.servers); 0: the catalog's default for the type
     gpus_per_node: int = 0
     node_source: str = ""  # where the server size comes from
+    #: the entry's own price tiers (planner.fleet.tiers); None: the defaults
+    given_tiers: PriceTiers | None = None
+
+    @property
+    def tiers(self) -> PriceTiers:
+        """Reserved, on-demand and spot prices and caps (profile plans only)."""
+        if self.given_tiers is not None:
+            return self.given_tiers
+        catalog = gpu_catalog().get(self.name)
+        return parse_tiers(None, self.name, count=self.count, price=self.price_per_hour,
+                           list_price=catalog.price_per_hour if catalog else 0.0)
 
     @property
     def name(self) -> str:
@@ -121,6 +134,8 @@ class Inventory:
             if not _same_hardware(catalog.get(e.name), e.gpu):
                 item["datasheet"] = {k: v for k, v in e.gpu.to_dict().items()
                                      if k not in _PRICE_FIELDS}
+            if e.given_tiers is not None:
+                item["tiers"] = e.given_tiers.to_dict()
             item["price_origin"] = e.price_origin
             if e.price_origin == "catalog":
                 item["price_source"], item["price_date"] = e.gpu.price_source, e.gpu.price_date
@@ -240,8 +255,14 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
             raise PlannerError(f"{at}: field 'price_source' must be text, got {note!r}")
         if origin == "catalog":  # the catalog's own source is written out instead
             note = ""
+        tiers = None
+        if "tiers" in item:
+            listed = gpu_catalog().get(gpu.name)
+            tiers = parse_tiers(item["tiers"], at, count=count, price=price,
+                                list_price=listed.price_per_hour if listed else 0.0)
         entries.append(InventoryEntry(replace(gpu, price_per_hour=price), count, price,
-                                      min_island, origin, note or "", node, node_source))
+                                      min_island, origin, note or "", node, node_source,
+                                      tiers))
     # GPU names are case-insensitive ("h20" is the catalog's H20): one entry per type
     names = [e.name.lower() for e in entries]
     dupes = sorted({e.name for e in entries if names.count(e.name.lower()) > 1})
