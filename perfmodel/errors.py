@@ -27,6 +27,11 @@ class InputError(Exception):
             self.exit_code = exit_code
 
 
+#: The largest integer any field takes (every count, size and bound of the tools is far
+#: below it); larger ones are refused before conversion to float.
+MAX_INT = 10**18
+
+
 def check_number(value: Any, fail: Callable[[str], Exception], *, integer: bool = False,
                  gt: float | None = None, ge: float | None = None, le: float | None = None,
                  parse_text: bool = False) -> Any:
@@ -47,6 +52,9 @@ def check_number(value: Any, fail: Callable[[str], Exception], *, integer: bool 
             raise fail(f"must be a number, got {value!r}") from None
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise fail(f"must be a number, got {value!r}")
+    if isinstance(value, int | np.integer) and abs(int(value)) > MAX_INT:
+        # checked before any conversion: float(10**400) raises OverflowError
+        raise fail(f"is too large (an integer of {len(str(abs(int(value))))} digits)")
     if not math.isfinite(value):
         raise fail(f"must be finite, got {value!r}")
     if integer and value != int(value):

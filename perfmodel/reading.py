@@ -4,7 +4,8 @@ Every file a user hands the tools -- inventories, workloads, what-if specs, mode
 ``config.json``, plan.json, checkpoints -- is read here, so each hostile shape fails
 the same way, as one :class:`~perfmodel.errors.InputError` line naming the file:
 
-* a missing path, a directory, or a file larger than :data:`MAX_BYTES`;
+* a missing path, a directory, a FIFO, socket or device (refused by kind: a FIFO would
+  block, ``/dev/zero`` never ends), or a file larger than :data:`MAX_BYTES`;
 * bytes that are not UTF-8 (the byte offset and the byte are named);
 * JSON or YAML syntax errors (with the line), ``NaN``/``Infinity`` in JSON, YAML
   mappings that repeat a key (YAML keeps the last silently; a typo'd copy would win);
@@ -15,6 +16,7 @@ the same way, as one :class:`~perfmodel.errors.InputError` line naming the file:
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +39,17 @@ def read_text(path: str | Path, what: str = "file") -> str:
     if p.is_dir():
         raise InputError(f"{p}: is a directory, not a {what}")
     try:
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(f"{p}: {size:,} bytes, more than any {what} needs "
-                             f"({MAX_BYTES:,}); is it the right file?")
-        data = p.read_bytes()
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):  # a FIFO blocks, /dev/zero never ends: refused by kind
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
+                else "a device"
+            raise InputError(f"{p}: is {kind}, not a regular {what}")
+        # read at most one byte past the cap: the size a stat gave may have grown since
+        with p.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise InputError(f"{p}: more than {MAX_BYTES:,} bytes, more than any {what} "
+                             "needs; is it the right file?")
     except OSError as err:
         raise InputError(f"{p}: cannot read: {err.strerror or err}") from None
     try:

@@ -42,7 +42,7 @@ from planner.outer.protocol import (
     layout_cost,
     layout_counts,
 )
-from planner.outer.registry import OUTER_SEARCHES, make_search, takes_any_objective
+from planner.outer.registry import OUTER_SEARCHES, iterative, make_search, takes_any_objective
 from planner.run.deployment import Deployment
 from planner.run.plan_json import plan_dict
 from planner.sim.objective import SimulatedObjective
@@ -452,7 +452,8 @@ def resolve_plan(plan: Plan, factors: dict[str, float]) -> Plan:
 
 
 def make_plan(req: PlanRequest, progress: StepProgress | None = None,
-              checkpoint: Path | None = None, executor: Executor | None = None) -> Plan:
+              checkpoint: Path | None = None, executor: Executor | None = None,
+              resume: bool = False) -> Plan:
     """Search, solve and evaluate; raises :class:`NoPlanError` (exit 1) with an
     explanation when no layout can serve the request.  ``executor`` scores each batch
     of a black-box search's proposals side by side (planner.core.execution); the plan is
@@ -462,6 +463,12 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     ctx = PlanningContext.for_request(req)
     space = req.space()
     search_name, why = choose_search(req, space, ctx.colocated)
+    if resume and not iterative(search_name):
+        raise PlannerError(
+            f"--resume: this run's search is {search_name} ({why}), which keeps no "
+            "checkpoint; resume with the interrupted run's --search (divider, direct or "
+            f"random) and flags, or run without --resume"
+            + (f" after deleting {checkpoint}" if checkpoint is not None else ""))
     if needs_context(req.inner):
         if not takes_any_objective(search_name):
             raise PlannerError(f"--inner {req.inner} cannot be used with --search "

@@ -87,7 +87,7 @@ def run(argv: list[str] | None = None, *, command: typer.Typer | None = None,
     try:
         result = command(args=args, prog_name=prog, standalone_mode=False)
     except PlannerError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(str(err))}", file=sys.stderr)
         return err.exit_code
     except typer.Exit as err:
         return err.exit_code
@@ -97,10 +97,29 @@ def run(argv: list[str] | None = None, *, command: typer.Typer | None = None,
     except TyperException as err:  # bad flags, missing arguments, wrong types
         if type(err).__name__ == "NoArgsIsHelpError":  # `planner`, `planner workload`
             print(err.format_message(), file=sys.stderr)  # the help, as click shows it
+            print("error: no command given (see the commands above)", file=sys.stderr)
         else:
-            print(f"error: {_usage_message(err)}", file=sys.stderr)
+            print(f"error: {one_line(_usage_message(err))}", file=sys.stderr)
         return err.exit_code
     return result if isinstance(result, int) else 0
+
+
+#: The longest error line printed; longer messages (a 10,000-character name echoed back)
+#: are cut in the middle, saying how long they were.
+MAX_ERROR_CHARS = 2000
+
+
+def one_line(message: str) -> str:
+    """``message`` as one printable line: control characters escaped (a newline in a GPU
+    name would otherwise split the error), cut to :data:`MAX_ERROR_CHARS` with its
+    length stated."""
+    text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in message)
+    if len(text) > MAX_ERROR_CHARS:
+        keep = MAX_ERROR_CHARS // 2
+        text = (f"{text[:keep]} ... [{len(text) - 2 * keep:,} characters cut; "
+                f"{len(text):,} in all] ... {text[-keep:]}")
+    return text
 
 
 def _usage_message(err: TyperException) -> str:

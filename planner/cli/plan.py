@@ -29,7 +29,7 @@ from planner.core.errors import PlannerError
 from planner.core.execution import make_executor
 from planner.inner.registry import DEFAULT_INNER, INNER_SOLVERS, needs_context
 from planner.outer.registry import OUTER_SEARCHES, iterative
-from planner.run.files import check_run_folder, new_folders, remove_new_folders
+from planner.run.files import check_run_folder, file_kind, new_folders, remove_new_folders
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
 SEARCHES = ("auto", *OUTER_SEARCHES)
@@ -282,11 +282,19 @@ def plan(
     run_dir = Path(out) if out is not None else _default_out(inventory, workload)
     check_run_folder(out if out is not None else run_dir)  # a str: Path("") would be "."
     checkpoint = run_dir.parent / f".{run_dir.name}.checkpoint.json"
-    if resume and not checkpoint.exists():
+    # A checkpoint is an earlier run's work: never deleted by a run that does not
+    # finish, never silently replaced (issue 32)
+    kind = file_kind(checkpoint)
+    if resume and kind is None:
         raise PlannerError(f"--resume: nothing to resume in {run_dir} (no {checkpoint.name} "
                            "beside it); run without --resume")
-    if checkpoint.exists() and not resume:
-        checkpoint.unlink()
+    if resume and kind != "file":
+        raise PlannerError(f"--resume: {checkpoint} is a {kind}, not a checkpoint file; move "
+                           "it away to start over")
+    if kind is not None and not resume:
+        raise PlannerError(f"{checkpoint}: an interrupted run's checkpoint is there; resume "
+                           "it with --resume and that run's flags, or delete it to start "
+                           "over")
     console = Console(stderr=True, quiet=quiet)
     check_budget(req, str(inventory))
 
@@ -295,7 +303,8 @@ def plan(
     created = new_folders(checkpoint)
     try:
         with interrupt_on_sigterm(), progress:
-            result = make_plan(req, progress=step, checkpoint=checkpoint, executor=executor)
+            result = make_plan(req, progress=step, checkpoint=checkpoint, executor=executor,
+                               resume=resume)
         if sim_check and not needs_context(inner):
             plan_dict = _close_loop(result, seed, router, console, quiet)
         else:
@@ -311,8 +320,10 @@ def plan(
               f"  {resume_command(run_dir)}", file=sys.stderr)
         raise typer.Exit(130) from None
     except BaseException:
-        # Not resumable (no plan, a failed write, a bug): leave nothing behind.
-        checkpoint.unlink(missing_ok=True)
+        # Not resumable (no plan, a failed write, a bug): leave nothing of this run
+        # behind -- but a checkpoint it was asked to resume is the user's, and stays.
+        if not resume:
+            checkpoint.unlink(missing_ok=True)
         remove_new_folders(created)
         raise
     finally:

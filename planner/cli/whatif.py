@@ -224,7 +224,8 @@ def whatif(
               f"{cells.folder}; resume with\n  {resume_command(study)}", file=sys.stderr)
         raise typer.Exit(130) from None
     except BaseException:
-        cells.discard()
+        if not resume:  # the cells of a study it was asked to resume stay
+            cells.discard()
         remove_new_folders(created)
         raise
     finally:

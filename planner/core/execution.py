@@ -186,9 +186,10 @@ class DoneStore:
 
     ``fingerprint`` (JSON-ready) names what the grid is; ``resume=True`` keeps a saved
     folder with the same fingerprint (a different one is refused, naming the first
-    differing field), ``resume=False`` starts afresh.  Items are keyed by any value
-    with a stable ``repr``; every write is atomic, so a kill mid-write loses at most
-    that item."""
+    differing field), ``resume=False`` starts afresh -- and refuses to when a saved
+    folder is there (it is an earlier run's work: the user deletes it, not the tool).
+    Items are keyed by any value with a stable ``repr``; every write is atomic, so a
+    kill mid-write loses at most that item."""
 
     def __init__(self, folder: Path, fingerprint: Any, *, resume: bool,
                  flag: str = "--resume") -> None:
@@ -207,8 +208,11 @@ class DoneStore:
                                    f"(field '{field}': saved {old!r}, now {new!r}); run "
                                    f"without {flag}")
         else:
-            if self.folder.exists():
-                shutil.rmtree(self.folder)
+            # an earlier run's finished work is the user's: never wiped to start afresh
+            if self.folder.exists() or self.folder.is_symlink():
+                raise PlannerError(f"{self.folder}: an interrupted run's finished work is "
+                                   f"there; resume it with {flag}, or delete the folder to "
+                                   "start over")
             write_text_atomic(index, json.dumps(self.fingerprint))
         self.loaded = 0  # items found finished
         self.saved = 0  # items on disk now

@@ -235,7 +235,15 @@ class AxDriver:
         own history keeps with full precision, makes a resumed run continue exactly
         like an uninterrupted one.
         """
-        driver = cls(_Client._from_json_snapshot(snapshot=snapshot), bo, space, seed)
+        try:
+            client = _Client._from_json_snapshot(snapshot=snapshot)
+        except PlannerError:
+            raise
+        except Exception as err:  # Ax reads its own JSON: any defect is the file's
+            raise PlannerError(f"checkpoint field 'state.ax' is not an Ax snapshot "
+                               f"({type(err).__name__}: {str(err)[:120]}); the file is "
+                               "corrupt: delete it to start over") from None
+        driver = cls(client, bo, space, seed)
         saved = driver.client.values(VALUE_METRIC)
         for i, v in saved.items():
             if i not in exact or abs(v - exact[i].value) > 1e-6 * max(1.0, abs(v)):

@@ -149,7 +149,11 @@ class _BayesianSearch:
             if doc is not None:
                 exact = {h.index: Score(h.value, h.cost, h.feasible)
                          for h in tracker.history[:loop_end]}
-                driver = AxDriver.from_snapshot(doc["state"]["ax"], space, bo, seed, exact)
+                try:
+                    driver = AxDriver.from_snapshot(doc["state"]["ax"], space, bo, seed,
+                                                    exact)
+                except PlannerError as err:
+                    raise PlannerError(f"{checkpoint}: {err}") from None
             else:
                 driver = AxDriver.new(enc, space, bo, seed)
 

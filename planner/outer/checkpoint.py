@@ -48,8 +48,11 @@ def save_checkpoint(path: Path, *, fingerprint: dict, tracker: dict, state: dict
 def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:
     """The saved document, or None if ``path`` does not exist yet."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
+    if not path.is_file():
+        raise PlannerError(f"{path}: the checkpoint is not a regular file; move it away to "
+                           "start over")
     try:
         # Ax's own snapshot in "state" may hold NaN, so the JSON is read leniently; the
         # tracker, which decides what is resumed, is checked value by value below.
@@ -69,9 +72,28 @@ def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:
     if diff is not None:
         field, old, new = diff
         raise PlannerError(f"{path}: checkpoint belongs to another run (field '{field}': "
-                           f"saved {old!r}, now {new!r}); use another --checkpoint path "
-                           "or delete the file")
+                           f"saved {old!r}, now {new!r}); resume with that run's "
+                           "settings, or delete the file to start over (it is kept)")
+    _check_layouts(doc["tracker"]["history"], normalise(fingerprint).get("space"),
+                   str(path))
     return doc
+
+
+def _check_layouts(history: list, space: Any, source: str) -> None:
+    """Every saved layout within the space the fingerprint pins: known GPU types,
+    islands of at least one GPU and no more than the type holds (the fingerprint matches
+    the run, so a layout outside its space is an edited file)."""
+    if not isinstance(space, dict) or not isinstance(space.get("types"), list):
+        return
+    avail = {str(t.get("name")): t.get("available") for t in space["types"]
+             if isinstance(t, dict)}
+    for k, h in enumerate(history):
+        for gpu, size in HistoryPoint.from_dict(h).layout:
+            cap = avail.get(gpu, None)
+            if gpu not in avail or (isinstance(cap, int) and size > cap):
+                raise PlannerError(f"{source}: checkpoint field 'tracker.history[{k}]."
+                                   f"layout' has an island ({gpu}, {size}) outside the "
+                                   "run's inventory; the file is corrupt")
 
 
 def _check_tracker(tracker: Any, source: str) -> None:
@@ -109,6 +131,13 @@ def _check_tracker(tracker: Any, source: str) -> None:
         if not isinstance(h["feasible"], bool):
             raise PlannerError(f"{source}: checkpoint field 'tracker.{where}.feasible' must "
                                f"be true or false, got {h['feasible']!r}")
+        lay = h["layout"]
+        if isinstance(lay, list) and not all(
+                isinstance(i, list | tuple) and len(i) == 2 and isinstance(i[0], str)
+                and isinstance(i[1], int) and not isinstance(i[1], bool) and i[1] >= 1
+                for i in lay):
+            raise PlannerError(f"{source}: checkpoint field 'tracker.{where}.layout' must "
+                               "be a list of [GPU type, GPUs >= 1] islands")
         try:
             HistoryPoint.from_dict(h)
         except (TypeError, ValueError) as err:

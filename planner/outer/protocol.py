@@ -95,6 +95,8 @@ def parse_layout_text(text: str) -> Layout:
             raise ValueError(f"not a layout: {text!r}")
         for item in sizes.split("+"):
             g, _, k = item.partition("*")
+            if int(g) < 1 or (k and int(k) < 1):
+                raise ValueError(f"not a layout (islands of >= 1 GPU): {text!r}")
             islands.extend([(t, int(g))] * (int(k) if k else 1))
     return canonical_layout(islands)
 

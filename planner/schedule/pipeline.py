@@ -48,10 +48,10 @@ def _peak_solution(cols: Columns, sched: Schedule) -> tuple[Any, dict[str, float
     lay = slot_layouts(cols, sched, t, preempt=False)
     names = [m.service.name for m in cols.models]
     rates = {n: float(demand[t, k]) for k, n in enumerate(names)}
-    p, d = sched.problem, sched.slots[t]
-    rent = p.price(0) * sched.reserved + p.price(1) * d.on_demand + p.price(2) * d.spot
-    costs = {n: float(sum(rent[c] for c, k in enumerate(p.kinds) if k.stream == i))
-             for i, n in enumerate(names)}
+    # each stream's islands at the inventory's price_per_hour: what its plan's own
+    # accounting charges (the tiers' bill is the schedule's, planner.schedule.accounting)
+    price = {e.name: e.price_per_hour for e in cols.request.inventory.entries}
+    costs = {n: float(sum(price[g] * size for g, size in lay[n])) for n in names}
     sol = FleetSolution(max(rates.values()), lay, costs)
     return sol, rates
 

@@ -479,4 +479,23 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         raise where("no study requested: give at least one of budget_sweep, prices, add, "
                     "remove, workloads, equal_cost, marginal (flags: --budget-sweep, --price, "
                     "--add, --remove, --workloads, --equal-cost, --marginal)")
+    count = scenario_count(spec)
+    if count > MAX_SCENARIOS:
+        raise (st.error if path is not None else PlannerError)(
+            f"the studies expand to {count:,} scenarios, more than the {MAX_SCENARIOS:,} a "
+            "study runs (each is a full plan): split them into several studies")
     return spec
+
+
+#: The most scenarios one study expands to (each is a plan, closed in simulation when
+#: the closed loop is on): a list of 40,000 budgets would otherwise run for days.
+MAX_SCENARIOS = 2_000
+
+
+def scenario_count(spec: WhatIfSpec) -> int:
+    """How many scenarios :func:`planner.whatif.scenarios.expand` makes of ``spec``
+    (counted, not built), marginal ones aside."""
+    per_budget = 1 + (len(spec.inventory.entries) if len(spec.inventory.entries) > 1 else 0)
+    return (1 + per_budget * (len(spec.budget_sweep) + (1 if spec.equal_cost else 0))
+            + sum(len(p.prices) for p in spec.prices) + len(spec.add) + len(spec.remove)
+            + len(spec.workloads))

@@ -19,7 +19,7 @@ from perfmodel.errors import check_number
 from perfmodel.hardware import resolve_gpu
 from planner.context.request import PlanRequest
 from planner.core.errors import PlannerError
-from planner.fleet.inventory import MAX_BUDGET, InventoryEntry
+from planner.fleet.inventory import MAX_BUDGET, MAX_COUNT, MAX_PRICE, InventoryEntry
 from planner.outer.exact import ExactSearch
 from planner.workload.fields import Loc
 from planner.workload.registry import resolve_workload_path
@@ -154,6 +154,8 @@ def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise loc.error("expected budgets like 128,256,512 or 128..2048")
+    if len(parts) > 1000:
+        raise loc.error(f"lists {len(parts):,} budgets; at most 1000")
     return tuple(budget_value(p.strip(), loc) for p in parts)
 
 
@@ -242,15 +244,16 @@ def add_entry(item: Any, loc: Loc, default_min: int, unlimited: bool) -> Invento
             raise
         raise loc.child("type").error(str(err)) from None
     if "count" in item or not unlimited:
-        count = int(positive(loc.require(item, "count"), loc.child("count"), integer=True))
+        count = int(positive(loc.require(item, "count"), loc.child("count"), integer=True,
+                             le=MAX_COUNT))  # the inventory's own bound
     else:
         count = 0  # market availability: the budget decides
     price = item.get("price_per_hour", gpu.price_per_hour or None)
     if price is None:
         raise loc.child("price_per_hour").error("is required (no catalog price)")
-    price = positive(price, loc.child("price_per_hour"))
+    price = positive(price, loc.child("price_per_hour"), le=MAX_PRICE)
     min_island = int(positive(item.get("min_island", default_min), loc.child("min_island"),
-                               integer=True))
+                               integer=True, le=MAX_COUNT))
     return InventoryEntry(replace(gpu, price_per_hour=price), count, price, min_island)
 
 
@@ -261,9 +264,9 @@ def parse_add_flag(text: str) -> dict[str, Any]:
     if len(parts) not in (2, 3) or not parts[0].strip():
         raise loc.error(f"expected TYPE:COUNT:PRICE (e.g. B200:32:6.0), got {text!r}")
     item: dict[str, Any] = {"type": parts[0].strip(),
-                            "count": positive(parts[1], loc, integer=True)}
+                            "count": positive(parts[1], loc, integer=True, le=MAX_COUNT)}
     if len(parts) == 3:
-        item["price_per_hour"] = positive(parts[2], loc)
+        item["price_per_hour"] = positive(parts[2], loc, le=MAX_PRICE)
     return item
 
 
