@@ -39,6 +39,17 @@ _POSITIVE_FIELDS = ("fp16_tflops", "hbm_gb", "hbm_gbps", "scaleup_gbps", "scaleo
                     "gpus_per_domain", "sms")
 
 
+#: Upper bounds of a datasheet's numbers: 100 times the largest figure of any GPU in
+#: the catalog (2026: 25,600 fp4 TFLOPS, 288 GB and 8,000 GB/s of HBM, 900 GB/s of
+#: scale-up, 144 GPUs per domain, 304 SMs), rounded up.  A real accelerator of the next
+#: generations stays far inside them; a value beyond is a unit mistake (GB/s written as
+#: bit/s) or a corrupt file, and would make every island of the type look free.
+_UPPER = {"fp16_tflops": 1e6, "fp8_tflops": 2e6, "fp4_tflops": 4e6, "hbm_gb": 3e4,
+          "hbm_gbps": 1e6, "scaleup_gbps": 1e5, "scaleout_gbps": 1e5,
+          "gpus_per_domain": 16384, "sms": 32768, "comm_sms": 32768, "l2_mb": 3e4,
+          "price_per_hour": 1e6}
+
+
 #: Architecture families the kernel-transfer rule knows (perfmodel.kernels.transfer).
 ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell", "blackwell-ultra",
                  "blackwell-workstation", "rubin", "cdna3", "xe2")
@@ -115,7 +126,8 @@ def _validate(values: dict[str, Any], where: str) -> GPU:
             raise InputError(f"{where}: GPU '{name}' field '{key}' is missing")
         bound = {"gt": 0} if key in _POSITIVE_FIELDS else {"ge": 0}
         parsed[key] = check_number(raw, at(f"{where}: GPU '{name}' field '{key}'"),
-                                   integer=key in _INTEGER_FIELDS, parse_text=True, **bound)
+                                   integer=key in _INTEGER_FIELDS, parse_text=True,
+                                   le=_UPPER[key], **bound)
     if parsed["comm_sms"] >= parsed["sms"]:
         raise InputError(f"{where}: GPU '{name}' field 'comm_sms' must be below 'sms'")
     for key in ("price_source", "price_date", "spec_source", "arch", "kernel_system"):

@@ -263,7 +263,37 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
         raise InputError(f"{where}: MoE model needs 'moe_intermediate_size'")
     if not experts and spec.intermediate <= 0:
         raise InputError(f"{where}: field 'intermediate_size' is missing")
+    _consistent(spec, where)
     return spec
+
+
+def _consistent(m: ModelSpec, where: str) -> None:
+    """A config whose fields contradict each other is refused (one line naming the
+    fields): attention groups query heads over KV heads, so KV heads divide the heads;
+    a token's experts are among the experts; dense layers are among the layers; a head
+    has at least one dimension; routing groups divide the experts and the groups a token
+    may use are among them."""
+    def fail(text: str) -> InputError:
+        return InputError(f"{where}: {text}")
+
+    if m.kv_heads > m.heads or m.heads % m.kv_heads:
+        raise fail(f"fields 'num_key_value_heads' ({m.kv_heads}) and 'num_attention_heads' "
+                   f"({m.heads}) contradict each other: KV heads must divide the heads")
+    if m.head_dim < 1 and not m.kv_lora_rank:
+        raise fail(f"field 'head_dim' (or hidden_size / num_attention_heads = "
+                   f"{m.hidden} / {m.heads}) is {m.head_dim}: a head needs >= 1 dimension")
+    if m.routed_experts and m.experts_per_token > m.routed_experts:
+        raise fail(f"field 'num_experts_per_tok' ({m.experts_per_token}) is more than the "
+                   f"{m.routed_experts} experts")
+    if m.dense_layers > m.layers:
+        raise fail(f"field 'first_k_dense_replace' ({m.dense_layers}) is more than the "
+                   f"{m.layers} layers ('num_hidden_layers')")
+    if m.route_groups and m.routed_experts and m.routed_experts % m.route_groups:
+        raise fail(f"field 'n_group' ({m.route_groups}) does not divide the "
+                   f"{m.routed_experts} experts")
+    if m.route_groups_limit > max(m.route_groups, 0) and m.route_groups:
+        raise fail(f"field 'topk_group' ({m.route_groups_limit}) is more than 'n_group' "
+                   f"({m.route_groups})")
 
 
 def _builtin_dir():

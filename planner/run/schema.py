@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.errors import check_number
-from perfmodel.hardware import get_gpu
 from perfmodel.parallel import ParallelConfig
 from perfmodel.reading import read_json
 from planner.core.errors import PlannerError
@@ -157,7 +156,8 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
         if key not in summary:
             raise _fail(source, f"summary.{key}", "is missing")
     for key in ("requests_per_s", "cost_per_hour"):
-        check_number(summary[key], _at(source, f"summary.{key}"), ge=0)
+        check_number(summary[key], _at(source, f"summary.{key}"), ge=0, le=MAX_FIGURE)
+    _check_consistent(plan, source, J, pipeline)
     for key in ("tool", "timings_s"):
         if plan.get(key) is not None and not isinstance(plan[key], Mapping):
             raise _fail(source, key, "must be an object")
@@ -205,6 +205,51 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
     for key in ("ttft_ms", "tpot_ms"):
         if slo.get(key) is not None:
             check_number(slo[key], _at(source, f"request.slo.{key}"), gt=0)
+
+
+def _check_consistent(plan: Mapping[str, Any], source: str, n_ranges: int,
+                      pipeline: bool) -> None:
+    """The fields against each other, as the planner writes them: the islands within
+    the inventory's counts; ranges ordered; a plan that serves requests has islands of
+    both phases (or colocated ones) with time on some range; the model and the
+    workload still resolve (a report of a plan for a model it cannot name is not a
+    report)."""
+    from perfmodel.models import get_model
+
+    counts = {str(g["type"]).lower(): g.get("count") for g in plan["request"]["inventory"]["gpus"]
+              if isinstance(g, Mapping)}
+    used: dict[str, int] = {}
+    live = [isl for isl in plan["islands"] if isl["role"] != "idle"]
+    for isl in live:
+        key = str(isl["gpu"]).lower()
+        used[key] = used.get(key, 0) + int(isl["size"])
+    for gpu, n in used.items():
+        have = counts.get(gpu)
+        if isinstance(have, int) and n > have:
+            raise _fail(source, "islands", f"use {n} {gpu} GPUs; the plan's inventory lists "
+                        f"{have}")
+    start, end = plan["ranges"]["start"], plan["ranges"]["end"]
+    for j in range(n_ranges):
+        if start[j] is None or end[j] is None or end[j] < start[j] or (
+                j and start[j] < end[j - 1]):
+            raise _fail(source, f"ranges.start[{j}]", "ranges must be ordered and each end "
+                        "at or after its start")
+    rate = float(plan["summary"]["requests_per_s"])
+    if rate > 0 and not pipeline:
+        roles = {isl["role"] for isl in live}
+        if not ({"prefill", "decode"} <= roles or "both" in roles):
+            raise _fail(source, "islands", f"serve {rate:g} requests/s with roles "
+                        f"{sorted(roles) or 'none'}: a plan needs prefill and decode "
+                        "islands, or colocated ones")
+        if not any(x for isl in live for x in isl["shares"] if x):
+            raise _fail(source, "islands", "no island has time on any range (every share "
+                        f"is 0) yet summary.requests_per_s is {rate:g}")
+    model = plan["request"].get("model")
+    if isinstance(model, str):
+        try:
+            get_model(model)
+        except PlannerError as err:
+            raise _fail(source, "request.model", f"does not resolve ({err})") from None
 
 
 def _at(source: str, field: str):
@@ -262,11 +307,8 @@ def _check_island(isl: Mapping[str, Any], where: str, source: str, known: set[st
     if not isinstance(gpu, str) or not gpu:
         raise _fail(source, f"{where}.gpu", f"must be a GPU name, got {gpu!r}")
     if gpu.lower() not in known:
-        try:
-            get_gpu(gpu)
-        except PlannerError:
-            raise _fail(source, f"{where}.gpu", f"names {gpu!r}, which is neither in the "
-                        "plan's inventory nor in the GPU catalog") from None
+        raise _fail(source, f"{where}.gpu", f"names {gpu!r}, which the plan's inventory "
+                    "(request.inventory.gpus) does not list")
     size = check_number(isl["size"], _at(source, f"{where}.size"), integer=True, ge=1,
                         le=MAX_ISLAND)
     if isl.get("servers") is not None:

@@ -228,6 +228,10 @@ def test_amd_gpus_request_amd_resources_and_trtllm_refuses_them(plans, tmp_path)
     plan = json.loads((src / "plan.json").read_text())
     for isl in plan["islands"]:
         isl["gpu"] = "MI300X"
+    # the plan's inventory lists what its islands use (planner.run.schema)
+    need = sum(isl["size"] for isl in plan["islands"])
+    plan["request"]["inventory"]["gpus"] = [{"type": "MI300X", "count": need,
+                                            "price_per_hour": 3.0, "gpus_per_node": 8}]
     run = tmp_path / "amd"
     run.mkdir()
     (run / "plan.json").write_text(json.dumps(plan))

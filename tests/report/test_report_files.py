@@ -327,7 +327,7 @@ def test_degenerate_plan_still_renders(tmp_path):
     plan = make_plan_dict(S=2, J=1, history=1)
     plan["islands"] = []
     plan["summary"].update(best_homogeneous=None, exact=None, bo_gap=None,
-                           gpus_used={}, cost_per_hour=0.0)
+                           gpus_used={}, cost_per_hour=0.0, requests_per_s=0.0)
     plan["baselines"] = {"homogeneous": [], "exact": None}
     plan["search"]["history"] = []
     plan["search"]["best_layout"] = None

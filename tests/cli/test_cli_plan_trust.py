@@ -1,0 +1,76 @@
+"""Issue 32: a plan.json read back (planner report, simulate, export) is checked as
+strictly as the planner writes it -- values within the schema's bounds and the fields
+against each other -- one line naming the file and the field, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+from report_fixtures import make_plan_dict  # noqa: E402
+
+
+def _idle_all(p):
+    for isl in p["islands"]:
+        isl["role"] = "idle"
+
+
+def _decode_idle(p):
+    for isl in p["islands"]:
+        if isl["role"] == "decode":
+            isl["role"] = "idle"
+
+
+def _shares_zero(p):
+    for isl in p["islands"]:
+        isl["shares"] = [0.0] * len(isl["shares"])
+
+
+def _gpu_not_listed(p):
+    listed = {g["type"] for g in p["request"]["inventory"]["gpus"]}
+    other = next(g for g in ("B200", "H100-SXM", "MI300X") if g not in listed)
+    p["islands"][0]["gpu"] = other
+
+
+def _too_many(p):
+    inv = p["request"]["inventory"]["gpus"][0]
+    inv["count"] = 1
+    for isl in p["islands"]:
+        isl["gpu"] = inv["type"]
+
+
+def _ranges_backwards(p):
+    r = p["ranges"]
+    r["start"][1], r["end"][1] = r["end"][1], r["start"][1] - 1
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda p: p["summary"].update(requests_per_s=1e308), "summary.requests_per_s"),
+    (lambda p: p["request"].update(model="no-such-model"), "request.model"),
+    (_idle_all, "islands"),
+    (_decode_idle, "islands"),
+    (_shares_zero, "islands"),
+    (_gpu_not_listed, "islands[0].gpu"),
+    (_too_many, "islands"),
+    (_ranges_backwards, "ranges.start[1]"),
+])
+def test_report_refuses_an_inconsistent_plan(run_cli, tmp_path, edit, field):
+    from planner.report import write_run
+
+    run_dir = tmp_path / "run"
+    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    edit(plan)
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    before = sorted(p.name for p in run_dir.iterdir())
+    for argv in (("report", str(run_dir)), ("simulate", str(run_dir), "-n", "100", "-q"),
+                 ("export", str(run_dir))):
+        rc, _, err = run_cli(*argv)
+        lines = [x for x in err.strip().splitlines() if x.strip()]
+        assert rc == 2 and len(lines) == 1, (argv, err)
+        assert f"field '{field}'" in lines[0] and "plan.json" in lines[0]
+    assert sorted(p.name for p in run_dir.iterdir()) == before
