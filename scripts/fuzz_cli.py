@@ -12,7 +12,8 @@ files).  Every case runs in its own empty working folder and must:
 * return exit status 0, 1 (valid but unservable) or 2 (bad input) -- never raise;
 * on failure, print exactly one line, ``error: ...``, naming the flag or the file;
 * on failure, leave the working folder as it was (no run folder, no checkpoint, no
-  temporary file; the inputs the case put there aside);
+  temporary file; the inputs the case put there aside) -- and delete or change none
+  of the user's files there (an earlier run's checkpoint, its inputs);
 * finish within ``--timeout`` seconds (a hang) with memory capped (``--max-gb``).
 
 It prints the count of cases per command and outcome and the first failures; exit
@@ -211,7 +212,11 @@ def make_case(rng: random.Random, docs: dict[str, tuple[Any, str]]) -> Case:
         "plan-model", "plan-out", "plan-resume", "perf-flag", "perf-flag", "perf-model",
         "perf-csv", "report-plan", "simulate-plan", "simulate-flag", "simulate-trace",
         "whatif-spec", "whatif-flag", "whatif-inventory", "whatif-out", "workload-show",
-        "workload-show-flag", "workload-fit", "workload-fit-flag", "workload-fit-out"])
+        "workload-show-flag", "workload-fit", "workload-fit-flag", "workload-fit-out",
+        "plan-nonregular", "plan-hugeint", "plan-contradictory", "report-crossfield",
+        "plan-stale-checkpoint"])
+    if kind in _ISSUE32:
+        return _ISSUE32[kind](rng, docs)
     if kind == "plan-flag":
         return _flag_case(rng, "plan", PLAN)
     if kind == "plan-inventory":
@@ -265,6 +270,133 @@ def make_case(rng: random.Random, docs: dict[str, tuple[Any, str]]) -> Case:
     if kind == "workload-fit-flag":
         return _flag_case(rng, "workload fit", fit)
     return _out_case(rng, "workload fit", fit, "--out")
+
+
+# -- issue 32's classes ----------------------------------------------------------------
+def _nonregular_case(rng: random.Random, _docs: Any) -> Case:
+    """The inventory (or a what-if spec) is a FIFO, a device or a folder."""
+    kind = rng.choice(["fifo", "device", "folder"])
+    target = {"fifo": "fifo.yaml", "device": "/dev/zero", "folder": "dir.yaml"}[kind]
+
+    def setup(cwd: Path) -> None:
+        if kind == "fifo":
+            os.mkfifo(cwd / "fifo.yaml")
+        elif kind == "folder":
+            (cwd / "dir.yaml").mkdir()
+
+    argv = list(PLAN)
+    argv[argv.index("--inventory") + 1] = target
+    return Case("plan", argv, f"--inventory {target} ({kind})", names=[target], setup=setup)
+
+
+def _hugeint_case(rng: random.Random, _docs: Any) -> Case:
+    """An integer too large for a float in the inventory or the model config."""
+    digits = rng.choice([20, 400, 4000])
+
+    def setup(cwd: Path) -> None:
+        if where == "small.yaml":
+            text = (cwd / "small.yaml").read_text()
+            (cwd / "small.yaml").write_text(text.replace("count: 16", "count: 1" + "0" * digits, 1)
+                                            if "count: 16" in text else
+                                            text.replace("count:", "count: 1" + "0" * digits
+                                                         + " #", 1))
+        else:
+            cfg = json.loads((cwd / "config.json").read_text())
+            (cwd / "config.json").write_text(json.dumps(cfg).replace(
+                f'"hidden_size": {cfg["hidden_size"]}', '"hidden_size": 1' + "0" * digits))
+
+    where = rng.choice(["small.yaml", "config.json"])
+    argv = list(PLAN)
+    if where == "config.json":
+        argv[argv.index("--model") + 1] = "config.json"
+    return Case("plan", argv, f"{where}: an integer of {digits + 1} digits", names=[where],
+                setup=setup)
+
+
+def _contradictory_case(rng: random.Random, _docs: Any) -> Case:
+    """A model config whose fields contradict each other."""
+    edit = rng.choice(["kv-heads", "kv-divide", "head-dim", "dense-layers"])
+
+    def setup(cwd: Path) -> None:
+        cfg = json.loads((cwd / "config.json").read_text())
+        if edit == "kv-heads":
+            cfg["num_key_value_heads"] = 2 * cfg["num_attention_heads"]
+        elif edit == "kv-divide":
+            cfg["num_key_value_heads"] = cfg["num_attention_heads"] - 1
+        elif edit == "head-dim":
+            cfg["head_dim"] = 0
+            cfg["hidden_size"] = cfg["num_attention_heads"] // 2
+        else:
+            cfg["num_experts"], cfg["num_experts_per_tok"] = 8, 2
+            cfg["moe_intermediate_size"] = 1024
+            cfg["first_k_dense_replace"] = cfg["num_hidden_layers"] + 4
+        (cwd / "config.json").write_text(json.dumps(cfg))
+
+    argv = list(PLAN)
+    argv[argv.index("--model") + 1] = "config.json"
+    return Case("plan", argv, f"config.json: contradictory ({edit})", names=["config.json"],
+                setup=setup)
+
+
+def _crossfield_case(rng: random.Random, _docs: Any) -> Case:
+    """A finished run's plan.json edited so that its fields contradict each other."""
+    edit = rng.choice(["huge-rate", "gpu-not-listed", "all-idle", "shares-zero",
+                       "range-backwards", "model-unknown", "too-many-gpus"])
+    command = rng.choice(["report", "simulate", "export"])
+
+    def setup(cwd: Path) -> None:
+        path = cwd / "run" / "plan.json"
+        plan = json.loads(path.read_text())
+        if edit == "huge-rate":
+            plan["summary"]["requests_per_s"] = 1e308
+        elif edit == "gpu-not-listed":
+            listed = {g["type"] for g in plan["request"]["inventory"]["gpus"]}
+            plan["islands"][0]["gpu"] = next(g for g in ("B200", "MI300X", "H20")
+                                             if g not in listed)
+        elif edit == "all-idle":
+            for isl in plan["islands"]:
+                isl["role"] = "idle"
+        elif edit == "shares-zero":
+            for isl in plan["islands"]:
+                isl["shares"] = [0.0] * len(isl["shares"])
+        elif edit == "range-backwards":
+            r = plan["ranges"]
+            r["start"][1], r["end"][1] = r["end"][1], r["start"][1] - 1
+        elif edit == "model-unknown":
+            plan["request"]["model"] = "no-such-model"
+        else:
+            plan["request"]["inventory"]["gpus"][0]["count"] = 1
+            for isl in plan["islands"]:
+                isl["gpu"] = plan["request"]["inventory"]["gpus"][0]["type"]
+        path.write_text(json.dumps(plan))
+
+    argv = {"report": ["report", "run"], "simulate": list(SIMULATE),
+            "export": ["export", "run"]}[command]
+    return Case(command, argv, f"run/plan.json: {edit}", names=["plan.json"], setup=setup)
+
+
+def _stale_checkpoint_case(rng: random.Random, docs: Any) -> Case:
+    """An earlier run's checkpoint beside --out: a fresh run, a resume with other flags
+    or under a search that keeps none -- refused, the file untouched."""
+    variant = rng.choice(["fresh", "other-seed", "auto-search"])
+
+    def setup(cwd: Path) -> None:
+        doc, kind = docs["checkpoint"]
+        inputs.write(cwd / ".again.checkpoint.json", doc, kind)
+
+    argv = [*PLAN[:-1], "again", "--search", "random"]
+    if variant == "other-seed":
+        argv += ["--resume", "--seed", "7"]
+    elif variant == "auto-search":
+        argv = [*PLAN[:-1], "again", "--resume"]
+    return Case("plan", argv, f".again.checkpoint.json ({variant})",
+                names=[".again.checkpoint.json", "--resume"], setup=setup)
+
+
+_ISSUE32: dict[str, Callable[[random.Random, Any], Case]] = {
+    "plan-nonregular": _nonregular_case, "plan-hugeint": _hugeint_case,
+    "plan-contradictory": _contradictory_case, "report-crossfield": _crossfield_case,
+    "plan-stale-checkpoint": _stale_checkpoint_case}
 
 
 def base_docs() -> dict[str, tuple[Any, str]]:
@@ -339,6 +471,9 @@ def run_case(case: Case, fixtures: Path, work: Path, timeout: float) -> Outcome:
         if not any(n in errors[0] or Path(n).name in errors[0] for n in case.names):
             return Outcome("unnamed", errors[0][:300])
         after = _tree(cwd)
+        gone = sorted(set(before) - set(after))
+        if gone:
+            return Outcome("deleted", f"{errors[0][:150]}; deleted {gone[:4]}")
         new = sorted(set(after) - set(before))
         changed = sorted(k for k in set(after) & set(before) if after[k] != before[k])
         if new or changed:
@@ -348,7 +483,7 @@ def run_case(case: Case, fixtures: Path, work: Path, timeout: float) -> Outcome:
         shutil.rmtree(cwd, ignore_errors=True)
 
 
-BAD = ("crash", "hang", "wrote", "lines", "unnamed", "exit")
+BAD = ("crash", "hang", "wrote", "deleted", "lines", "unnamed", "exit")
 
 
 def fuzz(cases: int, seed: int, timeout: float = 180.0,

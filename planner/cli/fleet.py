@@ -19,7 +19,7 @@ from rich.console import Console
 
 from planner.cli.progress import interrupt_on_sigterm, timed_say
 from planner.core.errors import PlannerError
-from planner.fleet.inventory import load_inventory
+from planner.fleet.inventory import load_inventory, require_gpus
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
 #: `planner plan` flags that describe one model; a fleet file gives them per service.
@@ -97,7 +97,7 @@ def plan_fleet(fleet_path: Path, inventory: Path, budget: float | None, *, seed:
     from planner.services.spec import load_fleet
 
     fleet = load_fleet(fleet_path)
-    inv = load_inventory(inventory)
+    inv = require_gpus(load_inventory(inventory), inventory)
     req = FleetRequest(fleet, inv, budget=budget, seed=seed, ranges=ranges, plan_at=plan_at,
                        colocated=colocated, island_granularity=island_granularity,
                        exact_time_limit=exact_time_limit, where=str(fleet_path))

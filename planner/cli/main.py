@@ -131,10 +131,26 @@ def _usage_message(err: TyperException) -> str:
     return message
 
 
+def _leave(code: int) -> None:
+    """Exit with ``code``.  After an interrupted HiGHS solve the interpreter's teardown
+    can abort in HiGHS's worker threads (C++ "terminate called", exit 134 instead of
+    130), so the process then ends with ``os._exit`` once its output is flushed -- every
+    file of the run was already written or removed by then."""
+    from planner.inner.backends import INTERRUPTED
+
+    if INTERRUPTED.is_set():
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def main() -> None:
-    sys.exit(run(sys.argv[1:]))
+    _leave(run(sys.argv[1:]))
 
 
 def plan_main() -> None:
     """The short `plan` command: `plan --inventory gpus.yaml --budget 512`."""
-    sys.exit(run(sys.argv[1:], command=plan_app, prog="plan"))
+    _leave(run(sys.argv[1:], command=plan_app, prog="plan"))

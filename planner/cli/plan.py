@@ -168,7 +168,7 @@ def plan(
                                   "regret is kept.", show_default="none"),
 ) -> None:
     """Choose GPUs, islands, roles, parallelism and length ranges for a budget."""
-    from planner.fleet.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory, require_gpus
     from planner.plan import PlanRequest, check_budget, make_plan
     from planner.report import summary_text, write_run
     from planner.workload import load_workload
@@ -260,7 +260,7 @@ def plan(
         raise PlannerError(f"--plan-at must be one of {', '.join(PLAN_AT)}, got {plan_at!r}")
     values.naming("--model", get_model, model)
     values.naming("--workload", load_workload, workload)
-    inv = load_inventory(inventory)
+    inv = require_gpus(load_inventory(inventory), inventory)
     gpus = [e.gpu for e in inv.entries]
     if engine is None:
         engine = fleet_engine(gpus)

@@ -63,7 +63,7 @@ def plan_profile(profile: str, inventory: Path, *, peak_rps: float | None, model
                  scenarios: str | None, seed: int, ranges: int, router: str,
                  island_granularity: str, sim_check: bool, out: str | None,
                  quiet: bool) -> None:
-    from planner.fleet.inventory import load_inventory
+    from planner.fleet.inventory import load_inventory, require_gpus
     from planner.schedule.run import SCHEDULE_FILE, write_schedule_run
     from planner.schedule.solve import ScheduleRequest
     from planner.schedule.startup import default_startup_s
@@ -72,7 +72,7 @@ def plan_profile(profile: str, inventory: Path, *, peak_rps: float | None, model
     values.number(peak_rps, "--peak-rps", gt=0, le=values.MAX_RATE)
     values.number(startup_s, "--startup-s", ge=0, le=86400)
     prof = load_profile_arg(profile, peak_rps)
-    inv = load_inventory(inventory)
+    inv = require_gpus(load_inventory(inventory), inventory)
     streams = dict(prof.workloads) or {prof.streams[0]: workload}
     for name, wl in streams.items():
         values.naming(f"--profile {profile}: workload of stream {name!r}", load_workload, wl)

@@ -27,6 +27,7 @@ from perfmodel.engines import ENGINES, get_engine
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import sim_bars
+from planner.core.errors import PlannerError
 from planner.sim.routers.registry import ROUTERS
 from planner.workload.loaders import TRACE_FORMATS
 
@@ -109,8 +110,6 @@ def simulate(
         values.naming("--workload", load_workload, workload)
     plan_path = run_dir / "plan.json"
     if (run_dir / "fleet.json").is_file() and not plan_path.exists():
-        from planner.core.errors import PlannerError
-
         raise PlannerError(f"{run_dir}: a fleet run (fleet.json): simulate one of its "
                            f"services, {run_dir}/services/NAME; each was closed in "
                            "simulation at the rate the fleet promises it (fleet.json, "
@@ -129,6 +128,15 @@ def simulate(
     names = [r.strip() for r in router.split(",") if r.strip()]
     if not names:
         raise PlannerError("--router: no router named")
+    for name in names:  # every flag before any run: --router range,foo fails now
+        values.naming("--router", ROUTERS.lookup, name)
+    if trace is not None:
+        from planner.workload.loaders.common import check_file
+
+        if trace_format not in TRACE_FORMATS:
+            raise PlannerError(f"--trace-format: unknown trace format {trace_format!r}; "
+                               f"known formats: {', '.join(TRACE_FORMATS)}")
+        values.naming("--trace", check_file, trace)
     console = Console(stderr=True)
     progress, bar = sim_bars(console, quiet)
     runs = []
@@ -176,7 +184,6 @@ def _replay_schedule(run_dir: Path, profile: bool, router: str | None, seed: int
     import json
 
     from planner.core.atomic import write_text_atomic
-    from planner.core.errors import PlannerError
     from planner.schedule.replay import replay_day
     from planner.schedule.run import SCHEDULE_FILE, load_schedule_run
 

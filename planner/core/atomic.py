@@ -47,10 +47,38 @@ def check_writable(path: Path | str, flag: str, what: str = "file") -> Path:
         if parent.exists() and not parent.is_dir():
             raise PlannerError(f"{flag} {path}: {parent} is a file, not a folder")
     existing = next(p for p in (where, *where.parents) if p.is_dir())
-    if not os.access(existing, os.W_OK | os.X_OK):
+    if not os.access(existing, os.W_OK | os.X_OK) or not _can_create_in(existing):
         raise PlannerError(f"{flag} {path}: cannot write in {existing} (permission denied "
-                           "or a read-only file system)")
+                           "or a read-only or virtual file system)")
     return where
+
+
+#: File systems that take no run folder: the kernel's virtual ones, where ``access(2)``
+#: says yes to root but every mkdir fails -- a run would plan for minutes, then fail.
+VIRTUAL_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2",
+                        "debugfs", "securityfs", "pstore", "bpf", "tracefs", "configfs",
+                        "fusectl", "mqueue", "binfmt_misc", "efivarfs", "autofs"})
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Whether ``folder`` is on a file system that takes folders: not one of
+    :data:`VIRTUAL_FS` by the mount table (Linux's /proc/self/mounts; elsewhere no
+    table, no refusal).  Read-only: nothing is created to find out."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return True
+    target = str(folder.resolve())
+    best, kind = "", ""
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mount = parts[1].replace("\\040", " ")
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) > len(best):
+            best, kind = mount, parts[2]
+    return kind not in VIRTUAL_FS
 
 
 def check_output_file(path: Path | str, flag: str) -> None:

@@ -277,6 +277,14 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
                      str(data.get("source") or ""), network)
 
 
+def require_gpus(inv: Inventory, where: str | Path) -> Inventory:
+    """``inv``, or one line when it lists no GPU at all (every count 0): nothing can be
+    planned on it, and every later message would talk about islands of nothing."""
+    if not any(e.count > 0 for e in inv.entries):
+        raise PlannerError(f"{where}: the inventory has no GPUs (every entry's count is 0)")
+    return inv
+
+
 def load_inventory(path: str | Path) -> Inventory:
     """Read an inventory YAML file; errors name the file, line or field."""
     p = Path(path)

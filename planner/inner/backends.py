@@ -19,7 +19,9 @@ to keep going.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +59,52 @@ def solve_model(
 
 
 # --- HiGHS through highspy ---------------------------------------------------------------
+
+
+#: Set once a HiGHS solve was interrupted: HiGHS's worker threads may then abort the
+#: interpreter's teardown (C++ "terminate called"), so the CLI leaves with os._exit
+#: after flushing (planner.cli.main.main).
+INTERRUPTED = threading.Event()
+
+
+def _run_interruptible(h: Any) -> None:
+    """``h.run()`` in a worker thread, so that Ctrl-C -- and SIGTERM, which the CLI turns
+    into one (planner.cli.progress.interrupt_on_sigterm) -- is honoured within a fraction
+    of a second instead of when the solve ends: the main thread waits in short joins,
+    and on an interrupt asks HiGHS to stop through its MIP interrupt callback, waits for
+    it, and re-raises."""
+    from highspy import cb
+
+    stop = threading.Event()
+
+    def callback(_kind: Any, _message: Any, _out: Any, data_in: Any, _user: Any) -> None:
+        if data_in is not None and stop.is_set():
+            data_in.user_interrupt = True
+
+    h.setCallback(callback, None)
+    # between branch-and-bound nodes only: the simplex callback runs every iteration
+    # (a quarter more time on the README plan's MILP, measured) and one node's LP is short
+    h.startCallback(cb.HighsCallbackType.kCallbackMipInterrupt)
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            h.run()
+        except BaseException as err:  # re-raised in the caller's thread
+            failed.append(err)
+
+    worker = threading.Thread(target=work, name="highs", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except BaseException:
+        stop.set()
+        worker.join()
+        INTERRUPTED.set()
+        raise
+    if failed:
+        raise failed[0]
 
 
 def _solve_highspy(
@@ -107,7 +155,7 @@ def _solve_highspy(
         sol.col_value = list(map(float, start))
         sol.value_valid = True
         h.setSolution(sol)
-    h.run()
+    _run_interruptible(h)
     seconds = time.perf_counter() - t0
     ms = h.getModelStatus()
     info = h.getInfo()

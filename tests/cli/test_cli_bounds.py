@@ -3,7 +3,12 @@ before any work (what-if --add, budget lists, a study's scenarios, simulate -n).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 
 
 def _one_line(err: str) -> str:
@@ -55,3 +60,34 @@ def test_errors_are_one_printable_line(run_cli, tmp_path):
 def test_no_command_says_so(run_cli):
     rc, _, err = run_cli()
     assert rc == 2 and err.strip().splitlines()[-1].startswith("error: no command")
+
+
+def test_an_inventory_of_no_gpus_says_so(run_cli, tmp_path):
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("gpus:\n  - {type: H200, count: 0, price_per_hour: 4}\n")
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--out", str(tmp_path / "o"))
+    assert rc == 2 and "the inventory has no GPUs" in _one_line(err)
+
+
+def test_an_out_path_nothing_can_be_made_in_fails_first(run_cli, small_inventory,
+                                                         evaluation_fault):
+    evaluation_fault.arm(10**9, RuntimeError("never reached"))  # counts evaluations
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--out",
+                         "/proc/planner-test-run")
+    assert rc == 2 and "/proc" in _one_line(err)
+    assert evaluation_fault.calls == 0  # refused before any layout was evaluated
+
+
+def test_simulate_blames_the_flag_not_the_plan(run_cli, tmp_path):
+    from planner.report import write_run
+    from report_fixtures import make_plan_dict
+
+    run_dir = tmp_path / "run"
+    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+    rc, _, err = run_cli("simulate", str(run_dir), "--router", "range,foo", "-n", "100")
+    line = _one_line(err)
+    assert rc == 2 and line.startswith("error: --router") and "plan.json" not in line
+    assert not (run_dir / "simulation").exists()  # range was not run first
+    rc, _, err = run_cli("simulate", str(run_dir), "--trace", str(tmp_path / "no.csv"))
+    line = _one_line(err)
+    assert rc == 2 and line.startswith("error: --trace") and "plan.json" not in line
