@@ -79,8 +79,9 @@ def test_an_out_path_nothing_can_be_made_in_fails_first(run_cli, small_inventory
 
 
 def test_simulate_blames_the_flag_not_the_plan(run_cli, tmp_path):
-    from planner.report import write_run
     from report_fixtures import make_plan_dict
+
+    from planner.report import write_run
 
     run_dir = tmp_path / "run"
     write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
