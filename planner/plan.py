@@ -513,6 +513,12 @@ def make_plan(req: PlanRequest, progress: StepProgress | None = None,
     found.settings["chosen"] = why
     seconds["search"] = time.perf_counter() - t0
     if found.best_layout is None or found.best_score is None or not found.best_score.value > 0:
+        if search_name == "exact" and found.settings.get("status") in ("no_solution",
+                                                                        "time_limit"):
+            # the MILP stopped on its time limit before finding any layout: the flag
+            # decided, not the inventory
+            raise NoPlanError(f"--exact-time-limit {req.exact_time_limit:g}: the exact MILP "
+                              "found no layout within that many seconds; allow more time")
         raise NoPlanError(explain_no_plan(req, ev))
     layout = found.best_layout
 

@@ -419,6 +419,7 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
     workload = workload_ref(workload, at, None if flags.workload else base_dir)
     budget, at = _pick(flags.budget, "--budget", data, "budget", root, None)
     budget = None if budget is None else budget_value(budget, at)
+    budget_at = at
     availability, at = _pick(flags.availability, "--availability", data, "availability",
                              root, "inventory")
     if availability not in AVAILABILITY:
@@ -479,12 +480,30 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
         raise where("no study requested: give at least one of budget_sweep, prices, add, "
                     "remove, workloads, equal_cost, marginal (flags: --budget-sweep, --price, "
                     "--add, --remove, --workloads, --equal-cost, --marginal)")
+    _buys_a_gpu(spec.inventory, budget, budget_at)
+    sweep_at = Loc("--budget-sweep") if flags.budget_sweep else st.child("budget_sweep")
+    for b in spec.budget_sweep:
+        _buys_a_gpu(spec.inventory, b, sweep_at)
     count = scenario_count(spec)
     if count > MAX_SCENARIOS:
         raise (st.error if path is not None else PlannerError)(
             f"the studies expand to {count:,} scenarios, more than the {MAX_SCENARIOS:,} a "
             "study runs (each is a full plan): split them into several studies")
     return spec
+
+
+def _buys_a_gpu(inventory: Inventory, budget: float | None, at: Loc) -> None:
+    """A budget that buys no island of the inventory (its smallest, ``min_island`` GPUs
+    of a type) plans nothing: refused naming where it
+    came from (the search would otherwise fail on an empty space, naming nothing)."""
+    priced = [(e.price_per_hour * max(e.min_island, 1), e.min_island, e.name)
+              for e in inventory.entries if e.price_per_hour > 0]
+    if budget is None or not priced or any(e.price_per_hour == 0 for e in inventory.entries):
+        return
+    price, size, name = min(priced)
+    if budget < price * (1 - 1e-12):
+        raise at.error(f"{budget:g} $/h buys no island: the cheapest, {size} x {name}, is "
+                       f"{price:g} $/h")
 
 
 #: The most scenarios one study expands to (each is a plan, closed in simulation when

@@ -92,3 +92,21 @@ def test_simulate_blames_the_flag_not_the_plan(run_cli, tmp_path):
     rc, _, err = run_cli("simulate", str(run_dir), "--trace", str(tmp_path / "no.csv"))
     line = _one_line(err)
     assert rc == 2 and line.startswith("error: --trace") and "plan.json" not in line
+
+
+def test_a_budget_that_buys_no_gpu_names_its_flag(run_cli, small_inventory, tmp_path):
+    for argv, flag in ((("--budget", "0.5", "--budget-sweep", "64"), "--budget"),
+                       (("--budget", "64", "--budget-sweep", "1,2"), "--budget-sweep")):
+        rc, _, err = run_cli("whatif", "--inventory", str(small_inventory), *argv, "--out",
+                             str(tmp_path / "w"))
+        line = _one_line(err)
+        assert rc == 2 and line.startswith(f"error: {flag}") and "buys no island" in line
+
+
+def test_a_time_limit_too_short_for_the_milp_names_the_flag(run_cli, small_inventory,
+                                                            tmp_path):
+    rc, _, err = run_cli("plan", "--inventory", str(small_inventory), "--ranges", "8",
+                         "--no-sim-check", "--no-homogeneous", "--exact-time-limit", "1e-300",
+                         "--out", str(tmp_path / "o"), "-q")
+    line = _one_line(err)
+    assert rc == 1 and "--exact-time-limit" in line and not (tmp_path / "o").exists()
