@@ -75,6 +75,32 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+class _Constant:
+    """Where a NaN or an infinity stood (see :func:`_constant_field`)."""
+
+
+def _constant_field(text: str) -> str | None:
+    """The field (``summary.requests_per_s``, ``islands[3].shares[0]``) holding the
+    first NaN or infinity of ``text``, found by parsing again with a marker in its place;
+    None when it cannot be found."""
+    marker = _Constant()
+    try:
+        data = json.loads(text, parse_constant=lambda _name: marker)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:  # depth first, in the document's order
+        value, path = stack.pop()
+        if value is marker:
+            return path or "(top level)"
+        if isinstance(value, dict):
+            stack.extend(reversed([(v, f"{path}.{k}" if path else str(k))
+                                   for k, v in value.items()]))
+        elif isinstance(value, list):
+            stack.extend(reversed([(v, f"{path}[{i}]") for i, v in enumerate(value)]))
+    return None
+
+
 def parse_json(text: str, source: str) -> Any:
     """JSON from ``text`` (read from ``source``), strictly: no NaN or Infinity."""
     try:
@@ -82,7 +108,9 @@ def parse_json(text: str, source: str) -> Any:
     except json.JSONDecodeError as err:
         raise InputError(f"{source}: not valid JSON (line {err.lineno}): {err.msg}") from None
     except ValueError as err:
-        raise InputError(f"{source}: not valid JSON: {err}") from None
+        where = _constant_field(text)
+        raise InputError(f"{source}: not valid JSON: "
+                         + (f"field '{where}': " if where else "") + f"{err}") from None
     except RecursionError:
         raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep") from None
     if not _depth_ok(data):

@@ -74,3 +74,18 @@ def test_report_refuses_an_inconsistent_plan(run_cli, tmp_path, edit, field):
         assert rc == 2 and len(lines) == 1, (argv, err)
         assert f"field '{field}'" in lines[0] and "plan.json" in lines[0]
     assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+def test_nan_in_plan_json_names_its_field(run_cli, tmp_path):
+    from planner.report import write_run
+
+    run_dir = tmp_path / "run"
+    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+    text = (run_dir / "plan.json").read_text()
+    plan = json.loads(text)
+    rate = json.dumps(plan["summary"]["requests_per_s"])
+    (run_dir / "plan.json").write_text(text.replace(f'"requests_per_s": {rate}',
+                                                    '"requests_per_s": NaN', 1))
+    rc, _, err = run_cli("report", str(run_dir))
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1 and "field 'summary.requests_per_s'" in lines[0]
