@@ -31,6 +31,25 @@ MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 
 
+def file_kind(path: str | Path) -> str | None:
+    """What is at ``path``: None (nothing), "file", "folder", "FIFO", "device", "socket"
+    or "link" (a dangling symbolic link) -- found by ``stat``, never by opening it."""
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        return "link" if p.is_symlink() else None
+    except OSError:
+        return "device"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    return "socket" if stat.S_ISSOCK(mode) else "device"
+
+
 def read_text(path: str | Path, what: str = "file") -> str:
     """The UTF-8 text of ``path``; every failure is one line naming it."""
     p = Path(path)
@@ -39,11 +58,9 @@ def read_text(path: str | Path, what: str = "file") -> str:
     if p.is_dir():
         raise InputError(f"{p}: is a directory, not a {what}")
     try:
-        mode = p.stat().st_mode
-        if not stat.S_ISREG(mode):  # a FIFO blocks, /dev/zero never ends: refused by kind
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
-                else "a device"
-            raise InputError(f"{p}: is {kind}, not a regular {what}")
+        kind = file_kind(p)
+        if kind != "file":  # a FIFO blocks, /dev/zero never ends: refused by kind
+            raise InputError(f"{p}: is a {kind}, not a regular {what}")
         # read at most one byte past the cap: the size a stat gave may have grown since
         with p.open("rb") as f:
             data = f.read(MAX_BYTES + 1)

@@ -79,6 +79,32 @@ def run(argv: list[str] | None = None, *, command: typer.Typer | None = None,
     (``app``; ``plan_app`` for the ``plan`` script) and ``prog`` the name its usage
     lines show.
     """
+    code = _run(argv, command, prog)
+    _exit_cleanly_after_an_interrupted_solve(code)
+    return code
+
+
+def _exit_cleanly_after_an_interrupted_solve(code: int) -> None:
+    """After an interrupted HiGHS solve the interpreter's teardown can abort in HiGHS's
+    worker threads (C++ "terminate called", exit 134 instead of 130).  So the process
+    then ends, at exit, with ``os._exit(code)`` once its output is flushed -- whoever
+    exits it (the console script, ``sys.exit(run(...))``): every file of the run was
+    written or removed before ``run`` returned."""
+    import atexit
+    import os
+
+    from planner.inner.backends import INTERRUPTED
+
+    if INTERRUPTED.is_set():
+        def leave() -> None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+        atexit.register(leave)
+
+
+def _run(argv: list[str] | None, command: typer.Typer | None, prog: str) -> int:
     command = command or app
     args = list(sys.argv[1:] if argv is None else argv)
     solving = command is plan_app or bool(args and args[0] in SOLVING)
@@ -131,26 +157,10 @@ def _usage_message(err: TyperException) -> str:
     return message
 
 
-def _leave(code: int) -> None:
-    """Exit with ``code``.  After an interrupted HiGHS solve the interpreter's teardown
-    can abort in HiGHS's worker threads (C++ "terminate called", exit 134 instead of
-    130), so the process then ends with ``os._exit`` once its output is flushed -- every
-    file of the run was already written or removed by then."""
-    from planner.inner.backends import INTERRUPTED
-
-    if INTERRUPTED.is_set():
-        import os
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
 def main() -> None:
-    _leave(run(sys.argv[1:]))
+    sys.exit(run(sys.argv[1:]))
 
 
 def plan_main() -> None:
     """The short `plan` command: `plan --inventory gpus.yaml --budget 512`."""
-    _leave(run(sys.argv[1:], command=plan_app, prog="plan"))
+    sys.exit(run(sys.argv[1:], command=plan_app, prog="plan"))

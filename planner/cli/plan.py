@@ -21,6 +21,7 @@ from perfmodel import SLO, get_model
 from perfmodel.calibration import PLAN_AT
 from perfmodel.engines import DEFAULT_ENGINE, ENGINES, get_engine
 from perfmodel.launch import engine_flag_error, fleet_engine
+from perfmodel.reading import file_kind
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import interrupt_on_sigterm, resume_command, step_bars
@@ -29,7 +30,7 @@ from planner.core.errors import PlannerError
 from planner.core.execution import make_executor
 from planner.inner.registry import DEFAULT_INNER, INNER_SOLVERS, needs_context
 from planner.outer.registry import OUTER_SEARCHES, iterative
-from planner.run.files import check_run_folder, file_kind, new_folders, remove_new_folders
+from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
 SEARCHES = ("auto", *OUTER_SEARCHES)

@@ -86,7 +86,8 @@ def plan_profile(profile: str, inventory: Path, *, peak_rps: float | None, model
         others = [load_profile_arg(s, peak_rps, "--scenarios") for s in items]
     req = ScheduleRequest(prof, inv, model, workload, slo, engine, lag, ranges,
                           seed=seed, island_granularity=island_granularity, where=profile)
-    req.fleet_request().engine_of(req.fleet_request().fleet.services[0])
+    fleet = req.fleet_request()  # an engine that cannot run the inventory: exit 2, now
+    fleet.engine_of(fleet.fleet.services[0])
     run_dir = Path(out) if out is not None else _default_out(profile)
     check_run_folder(out if out is not None else run_dir, run_file=SCHEDULE_FILE)
     console = Console(stderr=True, quiet=quiet)

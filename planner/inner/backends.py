@@ -155,7 +155,10 @@ def _solve_highspy(
         sol.col_value = list(map(float, start))
         sol.value_valid = True
         h.setSolution(sol)
-    _run_interruptible(h)
+    if model.is_mip:
+        _run_interruptible(h)
+    else:  # an LP (the inner solves, thousands per search): no thread, and no callback
+        h.run()  # would stop it anyway -- the interrupt is checked between MIP nodes
     seconds = time.perf_counter() - t0
     ms = h.getModelStatus()
     info = h.getInfo()

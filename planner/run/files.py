@@ -77,29 +77,6 @@ def publish(files: Mapping[str, bytes], run_dir: Path) -> list[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def file_kind(path: Path | str) -> str | None:
-    """What is at ``path``: None (nothing), "file", "folder", "FIFO", "device", "socket"
-    or "link" (a dangling symbolic link) -- without following it into a read."""
-    import stat
-
-    p = Path(path)
-    try:
-        mode = p.stat().st_mode
-    except FileNotFoundError:
-        return "link" if p.is_symlink() else None
-    except OSError:
-        return "other"
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
-
-
 def check_run_folder(run_dir: Path | str, flag: str = "--out", run_file: str = LAST) -> None:
     """Refuse, before any work, a run folder that :func:`publish` could not write or
     should not write into: a path under a regular file, an existing file, a folder

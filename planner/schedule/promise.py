@@ -48,6 +48,12 @@ HOLD_ROUNDS, GROWTH = 4, 1.25
 SLOT_WARMUP_S, SLOT_MEASURE_S, SLOT_MIN_REQUESTS = 20.0, 40.0, 400
 
 
+def spot_left(count: int, preemption: float) -> int:
+    """Spot islands of a kind still up after the expected pre-emptions, to the nearest
+    island (module docstring): the planner's check and the replay use this one rule."""
+    return count - int(math.floor(preemption * count + 0.5))
+
+
 def slot_layouts(cols: Columns, sched: Schedule, t: int, *, preempt: bool = True
                  ) -> dict[str, Layout]:
     """Every stream's islands up in slot ``t`` ((type, size) each), spot islands less
@@ -56,8 +62,8 @@ def slot_layouts(cols: Columns, sched: Schedule, t: int, *, preempt: bool = True
     out: dict[str, list[tuple[str, int]]] = {m.service.name: [] for m in cols.models}
     for c, k in enumerate(p.kinds):
         spot = int(d.spot[c])
-        if preempt and spot:
-            spot -= int(math.floor(p.types[k.gpu].preemption * spot + 0.5))
+        if preempt:
+            spot = spot_left(spot, p.types[k.gpu].preemption)
         n = int(sched.reserved[c]) + int(d.on_demand[c]) + spot
         out[cols.models[k.stream].service.name].extend([(k.gpu, k.size)] * n)
     return {s: tuple(sorted(v)) for s, v in out.items()}
@@ -164,4 +170,4 @@ def hold_schedule(cols: Columns, sched: Schedule, *, seed: int = 0, router: str 
     return sched, checks, HOLD_ROUNDS
 
 
-__all__ = ["SlotCheck", "check_slots", "hold_schedule", "slot_layouts"]
+__all__ = ["SlotCheck", "check_slots", "hold_schedule", "slot_layouts", "spot_left"]

@@ -13,7 +13,6 @@ is a check on seeds the plan never saw.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +20,7 @@ from perfmodel import SLO
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import inventory_from_dict
 from planner.outer.protocol import Layout
-from planner.schedule.promise import check_slots
+from planner.schedule.promise import check_slots, spot_left
 from planner.schedule.solve import Columns, ScheduleRequest
 from planner.workload.profile import profile_from_dict
 
@@ -53,8 +52,7 @@ def slot_islands(run: dict[str, Any], t: int) -> dict[str, Layout]:
              for g in run["inventory"]["gpus"]}
     out: dict[str, list[tuple[str, int]]] = {s: [] for s in run["streams"]}
     for isl in run["schedule"]["slots"][t]["islands"]:
-        spot = int(isl["spot"])
-        spot -= int(math.floor(rates.get(isl["gpu"], 0.0) * spot + 0.5))
+        spot = spot_left(int(isl["spot"]), rates.get(isl["gpu"], 0.0))
         n = int(isl["reserved"]) + int(isl["on_demand"]) + spot
         out.setdefault(isl["stream"], []).extend([(isl["gpu"], int(isl["size"]))] * n)
     return {s: tuple(sorted(v)) for s, v in out.items()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from perfmodel.island import SLO
-from planner.core.errors import NoPlanError, PlannerError
+from planner.core.errors import NoPlanError
 from planner.fleet.inventory import Inventory
 from planner.outer.columns import candidate_sizes, prune
 from planner.outer.protocol import SearchSpace
@@ -287,12 +287,6 @@ def baselines(p: Problem, say: Say | None = None) -> dict[str, Schedule | None]:
                                            say=say),
             "on_demand_only": plan_schedule(p, allow=ON_DEMAND_ONLY,
                                             label="on demand only", say=say)}
-
-
-def check_profile(req: ScheduleRequest) -> None:
-    if req.profile.relative:
-        raise PlannerError(f"{req.where}: the profile's rates are relative (fractions of "
-                           "the peak): give --peak-rps")
 
 
 __all__ = ["Columns", "ScheduleRequest", "Schedule", "baselines", "plan_schedule",

@@ -127,27 +127,27 @@ class Profile:
         return out
 
 
+def _slot_list(data: dict, key: str, where: str) -> list:
+    """Field ``key``: a non-empty list of at most :data:`MAX_SLOTS` slots."""
+    items = data[key]
+    if not isinstance(items, list) or not items:
+        raise PlannerError(f"{where}: field '{key}' must be a non-empty list")
+    if len(items) > MAX_SLOTS:
+        raise PlannerError(f"{where}: field '{key}' holds {len(items):,} slots; at most "
+                           f"{MAX_SLOTS:,}")
+    return items
+
+
 def _slot_items(data: dict, where: str) -> list[dict]:
     """The slots as mappings, from either the explicit or the grid form."""
     if "slots" in data:
         if any(k in data for k in ("rates", "slot_hours", "mixes")):
             raise PlannerError(f"{where}: give either field 'slots' or fields 'slot_hours' "
                                "and 'rates', not both")
-        items = data["slots"]
-        if not isinstance(items, list) or not items:
-            raise PlannerError(f"{where}: field 'slots' must be a non-empty list")
-        if len(items) > MAX_SLOTS:
-            raise PlannerError(f"{where}: field 'slots' holds {len(items):,} slots; at most "
-                               f"{MAX_SLOTS:,}")
-        return items
+        return _slot_list(data, "slots", where)
     if "rates" not in data:
         raise PlannerError(f"{where}: field 'slots' (or 'slot_hours' and 'rates') is missing")
-    rates = data["rates"]
-    if not isinstance(rates, list) or not rates:
-        raise PlannerError(f"{where}: field 'rates' must be a non-empty list")
-    if len(rates) > MAX_SLOTS:
-        raise PlannerError(f"{where}: field 'rates' holds {len(rates):,} slots; at most "
-                           f"{MAX_SLOTS:,}")
+    rates = _slot_list(data, "rates", where)
     hours = check_number(data.get("slot_hours", 1.0), at(f"{where}: field 'slot_hours'"),
                          gt=0, le=MAX_PERIOD_HOURS)
     mixes = data.get("mixes")

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHILD = textwrap.dedent("""
     import sys
     import numpy as np
-    from planner.cli.main import _leave
+    from planner.cli.main import _exit_cleanly_after_an_interrupted_solve as at_exit
     from planner.cli.progress import interrupt_on_sigterm
     from planner.inner.backends import solve_model
     from planner.inner.model import MILPBuilder
@@ -37,10 +37,11 @@ CHILD = textwrap.dedent("""
         with interrupt_on_sigterm():
             out = solve_model(model, "highs", time_limit=900.0, mip_rel_gap=0.0)
         print("finished", out.status, flush=True)
-        _leave(0)
+        sys.exit(0)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
-        _leave(130)
+        at_exit(130)
+        sys.exit(130)
 """)
 
 
