@@ -5,12 +5,19 @@ Every file a user hands the tools -- inventories, workloads, what-if specs, mode
 the same way, as one :class:`~perfmodel.errors.InputError` line naming the file:
 
 * a missing path, a directory, a FIFO, socket or device (refused by kind: a FIFO would
-  block, ``/dev/zero`` never ends), or a file larger than :data:`MAX_BYTES`;
+  block, ``/dev/zero`` never ends), or a file larger than :data:`MAX_BYTES`
+  (:data:`MAX_YAML_BYTES` for YAML, which parses a thousand times slower than JSON);
 * bytes that are not UTF-8 (the byte offset and the byte are named);
 * JSON or YAML syntax errors (with the line), ``NaN``/``Infinity`` in JSON, YAML
   mappings that repeat a key (YAML keeps the last silently; a typo'd copy would win);
 * nesting deeper than :data:`MAX_DEPTH` (a 5,000-deep list would otherwise exhaust
-  the interpreter's recursion limit).
+  the interpreter's recursion limit), or more than :data:`MAX_VALUES` values in one
+  document -- counted as the readers will walk it, so a YAML alias "bomb" (nine lines
+  whose aliases expand to a billion values) is refused instead of walked for hours.
+
+Each format's own reader then caps each of its lists (the GPU types of an inventory,
+the scenarios of a what-if spec, the bins of a histogram, ...) where the work done per
+item makes a lower cap matter; those caps are stated in the format's docs and flags.
 """
 
 from __future__ import annotations
@@ -27,8 +34,15 @@ from perfmodel.errors import InputError
 #: No input of these tools comes near this; a larger file is a mistake (a trace passed
 #: as an inventory) that would otherwise be parsed into memory whole.
 MAX_BYTES = 64 * 1024 * 1024
+#: YAML files (inventories, workloads, profiles, fleet and what-if specs): the largest
+#: these tools write is a 4,032-slot profile of a few hundred KB, and YAML parses at about
+#: 1 MB/s, so a 64 MiB YAML file would take a minute just to be refused.
+MAX_YAML_BYTES = 8 * 1024 * 1024
 #: Deeper nesting than any format here uses (plan.json is about 5 levels deep).
 MAX_DEPTH = 32
+#: Values (numbers, strings, lists, mappings) in one document: a plan.json of a
+#: 4,096-range plan holds about a million; a YAML alias bomb holds billions.
+MAX_VALUES = 10_000_000
 
 
 def file_kind(path: str | Path) -> str | None:
@@ -50,8 +64,9 @@ def file_kind(path: str | Path) -> str | None:
     return "socket" if stat.S_ISSOCK(mode) else "device"
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
-    """The UTF-8 text of ``path``; every failure is one line naming it."""
+def read_text(path: str | Path, what: str = "file", max_bytes: int = MAX_BYTES) -> str:
+    """The UTF-8 text of ``path`` (at most ``max_bytes``); every failure is one line
+    naming it."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such {what}")
@@ -63,9 +78,9 @@ def read_text(path: str | Path, what: str = "file") -> str:
             raise InputError(f"{p}: is a {kind}, not a regular {what}")
         # read at most one byte past the cap: the size a stat gave may have grown since
         with p.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise InputError(f"{p}: more than {MAX_BYTES:,} bytes, more than any {what} "
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise InputError(f"{p}: more than {max_bytes:,} bytes, more than any {what} "
                              "needs; is it the right file?")
     except OSError as err:
         raise InputError(f"{p}: cannot read: {err.strerror or err}") from None
@@ -76,16 +91,45 @@ def read_text(path: str | Path, what: str = "file") -> str:
                          f"{data[err.start:err.start + 1]!r}); save it as UTF-8") from None
 
 
-def _depth_ok(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether ``value`` nests at most ``limit`` containers deep (iteratively)."""
-    stack = [(value, 1)]
+def _shape_error(value: Any) -> str | None:
+    """Why ``value`` is too deep, too large or cyclic to walk (:data:`MAX_DEPTH`,
+    :data:`MAX_VALUES`), or None.
+
+    Sizes and depths are counted bottom-up, once per container object: a container that
+    YAML aliases repeat is counted as often as it appears, but walked once, so a billion-
+    value alias bomb costs as many steps as its file has lines. A container that holds
+    itself (``a: &x [*x]``) is a cycle no reader could walk to its end."""
+    memo: dict[int, tuple[int, int]] = {}  # id -> (values, depth)
+    open_: set[int] = set()
+    if not isinstance(value, dict | list):
+        return None
+    stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict | list):
-            if d > limit:
-                return False
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return True
+        v, closing = stack.pop()
+        kids = list(v.values()) if isinstance(v, dict) else v
+        if not closing:
+            if id(v) in memo:
+                continue
+            open_.add(id(v))
+            stack.append((v, True))
+            for k in kids:
+                if isinstance(k, dict | list):
+                    if id(k) in open_:
+                        return "holds itself (a YAML alias inside its own anchor)"
+                    stack.append((k, False))
+            continue
+        n, d = 1, 1
+        for k in kids:
+            kn, kd = memo[id(k)] if isinstance(k, dict | list) else (1, 0)
+            n, d = n + kn, max(d, kd + 1)
+        if d > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep"
+        if n > MAX_VALUES:
+            return (f"holds more than {MAX_VALUES:,} values (counting what YAML aliases "
+                    "repeat), more than any input of these tools needs")
+        open_.discard(id(v))
+        memo[id(v)] = (n, d)
+    return None
 
 
 def _reject_constant(name: str) -> Any:
@@ -130,8 +174,9 @@ def parse_json(text: str, source: str) -> Any:
                          + (f"field '{where}': " if where else "") + f"{err}") from None
     except RecursionError:
         raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep") from None
-    if not _depth_ok(data):
-        raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep")
+    shape = _shape_error(data)
+    if shape:
+        raise InputError(f"{source}: {shape}")
     return data
 
 
@@ -177,14 +222,15 @@ def parse_yaml(text: str, source: str) -> Any:
         raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep") from None
     if data is None:
         raise InputError(f"{source}: empty file")
-    if not _depth_ok(data):
-        raise InputError(f"{source}: nested more than {MAX_DEPTH} levels deep")
+    shape = _shape_error(data)
+    if shape:
+        raise InputError(f"{source}: {shape}")
     return data
 
 
 def read_yaml(path: str | Path, what: str = "YAML file") -> Any:
-    return parse_yaml(read_text(path, what), str(path))
+    return parse_yaml(read_text(path, what, MAX_YAML_BYTES), str(path))
 
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "parse_json", "parse_yaml", "read_json", "read_text",
-           "read_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "MAX_YAML_BYTES", "parse_json",
+           "parse_yaml", "read_json", "read_text", "read_yaml"]

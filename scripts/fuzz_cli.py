@@ -16,6 +16,10 @@ files).  Every case runs in its own empty working folder and must:
   of the user's files there (an earlier run's checkpoint, its inputs);
 * finish within ``--timeout`` seconds (a hang) with memory capped (``--max-gb``).
 
+Issue 32's classes add non-regular files, huge integers, contradictory model configs,
+cross-field plan.json edits, refused checkpoints (the file must stay, byte for byte),
+lists made up to a million items long in every kind of file, and YAML alias bombs.
+
 It prints the count of cases per command and outcome and the first failures; exit
 status 1 if any case broke a rule.  tests/cli/test_fuzz_cli.py runs a sample of the
 same cases under hypothesis.
@@ -214,7 +218,7 @@ def make_case(rng: random.Random, docs: dict[str, tuple[Any, str]]) -> Case:
         "whatif-spec", "whatif-flag", "whatif-inventory", "whatif-out", "workload-show",
         "workload-show-flag", "workload-fit", "workload-fit-flag", "workload-fit-out",
         "plan-nonregular", "plan-hugeint", "plan-contradictory", "report-crossfield",
-        "plan-stale-checkpoint"])
+        "plan-stale-checkpoint", "long-list", "long-list", "alias-bomb"])
     if kind in _ISSUE32:
         return _ISSUE32[kind](rng, docs)
     if kind == "plan-flag":
@@ -393,10 +397,78 @@ def _stale_checkpoint_case(rng: random.Random, docs: Any) -> Case:
                 names=[".again.checkpoint.json", "--resume"], setup=setup)
 
 
+def _long_list_case(rng: random.Random, _docs: Any) -> Case:
+    """One list of a file a user gives made long (1,000 to 1,000,000 items, as many as
+    the file-size cap lets through): refused by its cap, or done in bounded work."""
+    n = rng.choice([1_000, 100_000, 1_000_000])
+    target = rng.choice(["inventory", "mixture", "spec-budgets", "spec-remove",
+                         "spec-workloads", "plan-servers", "plan-islands", "plan-history",
+                         "plan-layout-text"])
+
+    def setup(cwd: Path) -> None:
+        if target == "inventory":
+            inv = dict(INVENTORY, gpus=[INVENTORY["gpus"][0]] * n)
+            (cwd / "small.yaml").write_text(json.dumps(inv))  # JSON is YAML, and faster
+        elif target == "mixture":
+            comp = {"weight": 1, "type": "point", "value": 100}
+            (cwd / "workload.yaml").write_text(json.dumps({
+                "format_version": 1, "name": "w", "decode": {"mean": 100, "max": 200},
+                "input": {"type": "mixture", "components": [comp] * n}}))
+        elif target.startswith("spec-"):
+            studies = {"spec-budgets": {"budget_sweep": [60] * n},
+                       "spec-remove": {"remove": ["H200"] * n},
+                       "spec-workloads": {"workloads": ["azure-code-2023"] * n}}[target]
+            (cwd / "spec.yaml").write_text(json.dumps(dict(WHATIF_SPEC, studies=studies)))
+        else:
+            path = cwd / "run" / "plan.json"
+            plan = json.loads(path.read_text())
+            if target == "plan-servers":
+                plan["servers"] = [{"index": k, "gpu": "H200", "gpus": 8, "islands": [0],
+                                    "gpus_used": 8, "partial": False} for k in range(n)]
+            elif target == "plan-islands":
+                plan["islands"] += [dict(plan["islands"][0], role="idle")] * n
+            elif target == "plan-history":
+                plan["search"]["history"] = [{"index": 0, "best": 1.0}] * n
+            else:
+                plan["search"]["best_layout"] = f"H200:1*{n}000000000"
+            path.write_text(json.dumps(plan))
+
+    if target in ("inventory", "mixture"):
+        argv = [*PLAN, "--workload", "workload.yaml"] if target == "mixture" else list(PLAN)
+        name = "small.yaml" if target == "inventory" else "workload.yaml"
+        return Case("plan", argv, f"{name}: a list of {n:,}", names=[name], setup=setup)
+    if target.startswith("spec-"):
+        return Case("whatif", list(WHATIF), f"spec.yaml: {target} x {n:,}",
+                    names=["spec.yaml"], setup=setup)
+    return Case("report", ["report", "run"], f"run/plan.json: {target} x {n:,}",
+                names=["plan.json"], setup=setup)
+
+
+def _alias_bomb_case(rng: random.Random, _docs: Any) -> Case:
+    """A YAML file whose aliases expand a few lines into a billion values (or a list that
+    holds itself), as the inventory or the what-if spec."""
+    cyclic = rng.random() < 0.3
+    where = rng.choice(["small.yaml", "spec.yaml"])
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    text = ("gpus: &x [{type: H200, count: 8}, *x]\n" if cyclic
+            else "\n".join(lines) + "\ngpus: *a8\n")
+
+    def setup(cwd: Path) -> None:
+        (cwd / where).write_text(text)
+
+    if where == "small.yaml":
+        return Case("plan", list(PLAN), f"small.yaml: alias {'cycle' if cyclic else 'bomb'}",
+                    names=[where], setup=setup)
+    return Case("whatif", list(WHATIF), f"spec.yaml: alias {'cycle' if cyclic else 'bomb'}",
+                names=[where], setup=setup)
+
+
 _ISSUE32: dict[str, Callable[[random.Random, Any], Case]] = {
     "plan-nonregular": _nonregular_case, "plan-hugeint": _hugeint_case,
     "plan-contradictory": _contradictory_case, "report-crossfield": _crossfield_case,
-    "plan-stale-checkpoint": _stale_checkpoint_case}
+    "plan-stale-checkpoint": _stale_checkpoint_case, "long-list": _long_list_case,
+    "alias-bomb": _alias_bomb_case}
 
 
 def base_docs() -> dict[str, tuple[Any, str]]:

@@ -20,7 +20,8 @@ from planner.cli.console import results_console
 
 def export(
     run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan` "
-                                   "(it holds plan.json, or fleet.json for a fleet).",
+                                   "(it holds plan.json, or fleet.json for a fleet; "
+                                   "checked: docs/limits.md).",
                                    metavar="RUN_DIR"),
     fmt: str = typer.Option("shell", "--format", help="shell: one launch script per island, "
                             "router.json and a README; k8s: manifests.yaml (Deployments, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import typer
@@ -130,17 +131,30 @@ def _run(argv: list[str] | None, command: typer.Typer | None, prog: str) -> int:
     return result if isinstance(result, int) else 0
 
 
-#: The longest error line printed; longer messages (a 10,000-character name echoed back)
-#: are cut in the middle, saying how long they were.
+#: The longest error line printed; longer messages are cut in the middle, saying how long
+#: they were.
 MAX_ERROR_CHARS = 2000
+#: The longest run of non-blank characters shown whole: longer ones are values echoed
+#: back (a 10,000-character GPU name, a file pasted as a flag) and are cut at the value,
+#: keeping its ends and its length, so the words around it -- the flag, the file, the
+#: field -- stay readable.
+MAX_VALUE_CHARS = 240
+_LONG_VALUE = re.compile(rf"\S{{{MAX_VALUE_CHARS + 1},}}")
+
+
+def _cut_value(match: re.Match[str]) -> str:
+    value = match.group(0)
+    return f"{value[:160]}...[{len(value):,} characters]...{value[-40:]}"
 
 
 def one_line(message: str) -> str:
     """``message`` as one printable line: control characters escaped (a newline in a GPU
-    name would otherwise split the error), cut to :data:`MAX_ERROR_CHARS` with its
-    length stated."""
+    name would otherwise split the error), each value longer than
+    :data:`MAX_VALUE_CHARS` cut with its length stated, and the line cut to
+    :data:`MAX_ERROR_CHARS`."""
     text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
                    for ch in message)
+    text = _LONG_VALUE.sub(_cut_value, text)
     if len(text) > MAX_ERROR_CHARS:
         keep = MAX_ERROR_CHARS // 2
         text = (f"{text[:keep]} ... [{len(text) - 2 * keep:,} characters cut; "

@@ -28,9 +28,12 @@ from planner.cli.progress import interrupt_on_sigterm, resume_command, step_bars
 from planner.core.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
 from planner.core.errors import PlannerError
 from planner.core.execution import make_executor
+from planner.fleet.inventory import MAX_TYPES
 from planner.inner.registry import DEFAULT_INNER, INNER_SOLVERS, needs_context
 from planner.outer.registry import OUTER_SEARCHES, iterative
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
+from planner.services.spec import MAX_SERVICES
+from planner.workload.profile import MAX_SLOTS
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventories" / "gpus.yaml"
 SEARCHES = ("auto", *OUTER_SEARCHES)
@@ -80,7 +83,9 @@ def _close_loop(plan, seed: int, router: str, console: Console, quiet: bool):
 
 def plan(
     inventory: Path = typer.Option(DEFAULT_INVENTORY, help="Inventory YAML (GPU types, "
-                                   "counts available, $/hour; see docs/inventory.md).",
+                                   "counts available, $/hour; see docs/inventory.md); at "
+                                   f"most {MAX_TYPES} GPU types (every cap on an input: "
+                                   "docs/limits.md).",
                                    show_default="inventories/gpus.yaml, shipped with the "
                                    "planner"),
     budget: float = typer.Option(None, help="$/hour ceiling.",
@@ -148,12 +153,14 @@ def plan(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or summary."),
     fleet: Path = typer.Option(None, "--fleet", help="Several services (model, workload, "
                                "SLO, share or target each) on the one inventory and "
-                               "budget: a fleet file (docs/fleet.md; fleets/example.yaml).",
+                               "budget: a fleet file (docs/fleet.md; fleets/example.yaml); "
+                               f"at most {MAX_SERVICES} services.",
                                show_default="one model"),
     profile: str = typer.Option(None, "--profile", help="Load over time: a profile file or "
                                 "built-in profile (docs/profiles.md); plans a reserved fleet "
                                 "and each slot's on-demand and spot islands at the least "
-                                "cost for the period.", show_default="one static rate"),
+                                f"cost for the period; at most {MAX_SLOTS:,} slots.",
+                                show_default="one static rate"),
     peak_rps: float = typer.Option(None, "--peak-rps", help="With --profile: scale the "
                                    "profile so that its busiest slot is this many "
                                    "requests/s (required for a relative profile).",

@@ -12,7 +12,9 @@ from planner.cli.console import results_console
 
 def report(
     run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan` "
-                                   "(it holds plan.json, or fleet.json for a fleet).",
+                                   "(it holds plan.json, or fleet.json for a fleet); its "
+                                   "plan.json is checked as strictly as the planner writes "
+                                   "it (docs/plan-schema.md, docs/limits.md).",
                                    metavar="RUN_DIR"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the summary."),
 ) -> None:

@@ -33,7 +33,8 @@ from planner.workload.loaders import TRACE_FORMATS
 
 
 def simulate(
-    run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan`.",
+    run_dir: Path = typer.Argument(..., help="A run folder written by `planner plan` "
+                                   "(its plan.json is checked: docs/limits.md).",
                                    metavar="RUN_DIR"),
     router: str | None = typer.Option(None, "--router", help="Router, or several "
                                       f"separated by commas. {ROUTERS.help()}.",

@@ -30,8 +30,10 @@ from perfmodel.engines import DEFAULT_ENGINE, ENGINES
 from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import interrupt_on_sigterm, resume_command
+from planner.core.defaults import MAX_BUDGETS, MAX_SCENARIOS, MAX_WORKLOADS
 from planner.core.errors import PlannerError
 from planner.core.execution import make_executor
+from planner.fleet.inventory import MAX_TYPES
 from planner.run.files import check_run_folder, new_folders, remove_new_folders
 
 _NUMERIC = {"requests/s", "analytic", "vs base", "vs mix", "$/h used", "$/M out tok",
@@ -64,19 +66,24 @@ def scenario_progress(console: Console, quiet: bool
 
 def whatif(
     spec_file: Path = typer.Argument(None, metavar="SPEC.yaml",
-                                     help="What-if spec (docs/whatif.md); flags override it."),
+                                     help="What-if spec (docs/whatif.md); flags override it. A "
+                                     f"study expands to at most {MAX_SCENARIOS:,} scenarios "
+                                     "(every cap on an input: docs/limits.md)."),
     inventory: Path = typer.Option(None, help="Inventory YAML (default: the spec's, else "
                                    "inventories/gpus.yaml)."),
     budget: float = typer.Option(None, help="Base $/h (default: the inventory's full cost)."),
     budget_sweep: str = typer.Option(None, help="Budgets, e.g. 128,256,512 or 128..2048 "
-                                     "(doubling) or 100..500:100."),
+                                     "(doubling) or 100..500:100; at most "
+                                     f"{MAX_BUDGETS:,}."),
     price: list[str] = typer.Option(None, help="Price sweep of a type: H200=0.8x,1.0x,1.2x "
-                                    "(factors) or H200=3.2,4,4.8 ($/GPU-h); repeatable."),
+                                    "(factors) or H200=3.2,4,4.8 ($/GPU-h); repeatable, at "
+                                    f"most {MAX_BUDGETS:,} prices of {MAX_TYPES} types."),
     add: list[str] = typer.Option(None, help="Add a catalog type: TYPE:COUNT:PRICE; "
-                                  "repeatable."),
-    remove: list[str] = typer.Option(None, help="Remove a type; repeatable."),
+                                  f"repeatable, at most {MAX_TYPES}."),
+    remove: list[str] = typer.Option(None, help="Remove a type; repeatable, at most "
+                                     f"{MAX_TYPES}."),
     workloads: str = typer.Option(None, help="Other workloads to compare, comma-separated "
-                                  "(mixtures: in the spec file)."),
+                                  f"(mixtures: in the spec file); at most {MAX_WORKLOADS}."),
     equal_cost: bool = typer.Option(None, "--equal-cost/--no-equal-cost",
                                     help="Mix vs each single type at the base budget."),
     marginal: float = typer.Option(None, help="What is the next X $/h best spent on? Under "

@@ -49,6 +49,18 @@ MAX_RANGES = 4_096
 #: GPUs in one island: 8 NVL72 racks' worth.  Island tables are built per parallel
 #: configuration (pairs of divisors of the size), which grows without bound with it.
 MAX_ISLAND_GPUS = 4_096
+#: Evaluations a search history (plan.json, a checkpoint) may list: the BO searches
+#: record at most --iterations x --batch-size (64 x 64) and their initial design.
+MAX_HISTORY = 100_000
+#: What-if studies (planner.whatif): the scenarios one study expands to (each a plan,
+#: closed in simulation when the closed loop is on: 40,000 budgets would run for days);
+#: budgets of one sweep, prices of one price sweep and shares of one mixture (each a
+#: scenario); workloads compared (each a file read and a column of scenarios); and
+#: workloads in one mixture (each a file read and a distribution summed).
+MAX_SCENARIOS = 2_000
+MAX_BUDGETS = 1_000
+MAX_WORKLOADS = 64
+MAX_MIXED = 64
 #: Seconds: a day per exact solve or what-if scenario, a safety net no run should reach.
 MAX_TIME_LIMIT = 86_400.0
 #: Latency ceilings, ms: an hour.

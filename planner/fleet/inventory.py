@@ -166,6 +166,10 @@ MAX_COUNT = 1_000_000
 MIN_PRICE, MAX_PRICE = 1e-6, 1e6
 #: $/h: every GPU an inventory can list -- the most any budget can buy.
 MAX_BUDGET = MAX_COUNT * MAX_PRICE
+#: GPU types in one inventory: the catalog has about twenty and the outer search has
+#: one dimension per type, so a longer list is a generated file gone wrong, and would
+#: make every later step (encodings, per-type tables) grow with it.
+MAX_TYPES = 64
 
 
 def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False,
@@ -192,6 +196,9 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
     gpus = data.get("gpus")
     if not isinstance(gpus, list) or not gpus:
         raise PlannerError(f"{where}: field 'gpus' must be a non-empty list")
+    if len(gpus) > MAX_TYPES:
+        raise PlannerError(f"{where}: field 'gpus' lists {len(gpus):,} entries; an "
+                           f"inventory holds at most {MAX_TYPES} GPU types")
     default_min = int(_number(data.get("min_island", 1), f"{where}: field 'min_island'",
                               integer=True, positive=True))
     entries = []

@@ -24,9 +24,10 @@ from typing import Any
 from perfmodel.errors import check_number
 from perfmodel.reading import read_text
 from planner.core.atomic import write_text_atomic
+from planner.core.defaults import MAX_HISTORY
 from planner.core.errors import PlannerError
 from planner.core.fingerprint import first_difference, normalise
-from planner.outer.protocol import HistoryPoint
+from planner.outer.protocol import HistoryPoint, layout_counts
 
 FORMAT = "hetero-planner/outer-checkpoint"
 VERSION = 1
@@ -88,12 +89,19 @@ def _check_layouts(history: list, space: Any, source: str) -> None:
     avail = {str(t.get("name")): t.get("available") for t in space["types"]
              if isinstance(t, dict)}
     for k, h in enumerate(history):
-        for gpu, size in HistoryPoint.from_dict(h).layout:
+        layout = HistoryPoint.from_dict(h).layout
+        for gpu, size in layout:
             cap = avail.get(gpu, None)
             if gpu not in avail or (isinstance(cap, int) and size > cap):
                 raise PlannerError(f"{source}: checkpoint field 'tracker.history[{k}]."
                                    f"layout' has an island ({gpu}, {size}) outside the "
                                    "run's inventory; the file is corrupt")
+        for gpu, used in layout_counts(layout).items():
+            cap = avail[gpu]
+            if isinstance(cap, int) and used > cap:
+                raise PlannerError(f"{source}: checkpoint field 'tracker.history[{k}]."
+                                   f"layout' uses {used:,} {gpu} GPUs; the run's inventory "
+                                   f"has {cap:,}; the file is corrupt")
 
 
 def _check_tracker(tracker: Any, source: str) -> None:
@@ -114,6 +122,10 @@ def _check_tracker(tracker: Any, source: str) -> None:
         check_number(tracker[key], fail(key), integer=True, ge=0)
     if not isinstance(tracker["history"], list):
         raise PlannerError(f"{source}: checkpoint field 'tracker.history' must be a list")
+    if len(tracker["history"]) > MAX_HISTORY:
+        raise PlannerError(f"{source}: checkpoint field 'tracker.history' lists "
+                           f"{len(tracker['history']):,} evaluations; a search records at "
+                           f"most {MAX_HISTORY:,}")
     for k, h in enumerate(tracker["history"]):
         where = f"history[{k}]"
         if not isinstance(h, dict):

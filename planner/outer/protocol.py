@@ -86,8 +86,9 @@ def layout_text(layout: Layout) -> str:
                     for t, sizes in groups.items())
 
 
-def parse_layout_text(text: str) -> Layout:
-    """The layout :func:`layout_text` wrote; ``ValueError`` on anything else."""
+def parse_layout_text(text: str, max_islands: int = 1_000_000) -> Layout:
+    """The layout :func:`layout_text` wrote; ``ValueError`` on anything else, and on
+    more than ``max_islands`` islands (``H20:1*10000000000000`` is 30 characters)."""
     islands: list[Island] = []
     for part in filter(None, text.split(";")):
         t, sep, sizes = part.rpartition(":")
@@ -97,7 +98,10 @@ def parse_layout_text(text: str) -> Layout:
             g, _, k = item.partition("*")
             if int(g) < 1 or (k and int(k) < 1):
                 raise ValueError(f"not a layout (islands of >= 1 GPU): {text!r}")
-            islands.extend([(t, int(g))] * (int(k) if k else 1))
+            repeat = int(k) if k else 1
+            if len(islands) + repeat > max_islands:
+                raise ValueError(f"more than {max_islands:,} islands")
+            islands.extend([(t, int(g))] * repeat)
     return canonical_layout(islands)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from perfmodel.errors import check_number
 from perfmodel.parallel import ParallelConfig
 from perfmodel.reading import read_json
+from planner.core.defaults import MAX_HISTORY, MAX_PLAN_LEN, MAX_RANGES
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import inventory_from_dict
 from planner.inner.registry import needs_context
@@ -107,6 +108,9 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
             _section(plan, key, source)
     ranges = plan["ranges"]
     J = len(_array(ranges, "start", "ranges", source))
+    if J > MAX_RANGES:  # a plan has at most --ranges ranges (each list below has J)
+        raise _fail(source, "ranges.start", f"lists {J:,} ranges; a plan has at most "
+                    f"{MAX_RANGES:,}")
     for key in _RANGE_KEYS:
         if len(_array(ranges, key, "ranges", source)) != J:
             raise _fail(source, f"ranges.{key}", f"must have {J} entries like ranges.start")
@@ -114,6 +118,9 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
         if len(_array(plan["per_range"], key, "per_range", source)) != J:
             raise _fail(source, f"per_range.{key}", f"must have {J} entries (one per range)")
     S = len(_array(plan["per_length"], "length", "per_length", source))
+    if S > MAX_PLAN_LEN + 1:
+        raise _fail(source, "per_length.length", f"lists {S:,} lengths; a plan covers at "
+                    f"most {MAX_PLAN_LEN:,}")
     for key in _PER_LENGTH_KEYS:
         if len(_array(plan["per_length"], key, "per_length", source)) != S:
             raise _fail(source, f"per_length.{key}",
@@ -121,7 +128,7 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
     inv = _section(plan["request"], "inventory", source)
     if not isinstance(inv.get("gpus"), list):
         raise _fail(source, "request.inventory.gpus", "must be a list")
-    inventory_from_dict(dict(inv), f"{source}: request.inventory")  # values, one line
+    inventory = inventory_from_dict(dict(inv), f"{source}: request.inventory")  # one line
     known_gpus = {str(g.get("type")).lower() for g in inv["gpus"] if isinstance(g, Mapping)}
     request = plan["request"]
     for key in ("model", "workload", "search", "inner", "engine", "objective", "colocated"):
@@ -135,6 +142,10 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
             check_number(request[key], _at(source, f"request.{key}"), integer=True, ge=0,
                          le=2**32)
     pipeline = needs_context(str(request.get("inner")))
+    total = sum(e.count for e in inventory.entries)
+    if len(plan["islands"]) > total:  # every island, idle or not, has a GPU
+        raise _fail(source, "islands", f"lists {len(plan['islands']):,} islands; the plan's "
+                    f"inventory has {total:,} GPUs")
     for i, isl in enumerate(plan["islands"]):
         where = f"islands[{i}]"
         if not isinstance(isl, Mapping):
@@ -150,7 +161,7 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
         if any(x is not None and not -1e-9 <= x <= 1 + 1e-6 for x in shares):
             raise _fail(source, f"{where}.shares", "must be shares of time in [0, 1]")
         _check_island(isl, where, source, known_gpus, pipeline)
-    _check_servers(plan.get("servers"), source)
+    _check_servers(plan.get("servers"), plan["islands"], source)
     summary = plan["summary"]
     for key in ("requests_per_s", "cost_per_hour", "gpus_used"):
         if key not in summary:
@@ -180,14 +191,23 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
             raise _fail(source, f"summary.{key}", "must map GPU types to counts")
         for gpu, n in counts.items():
             check_number(n, _at(source, f"summary.{key}.{gpu}"), integer=True, ge=0)
+    band = summary.get("capacity_band")
+    if band is not None and not (isinstance(band, Mapping) and isinstance(
+            band.get("islands", []), list) and len(band.get("islands", [])) <= len(
+            plan["islands"])):
+        raise _fail(source, "summary.capacity_band", "must be an object whose 'islands' "
+                    "list has at most one entry per island")
     history = plan["search"].get("history")
     if not isinstance(history, list):
         raise _fail(source, "search.history", "must be a list")
+    if len(history) > MAX_HISTORY:
+        raise _fail(source, "search.history", f"lists {len(history):,} evaluations; a "
+                    f"search records at most {MAX_HISTORY:,}")
     for k, h in enumerate(history):
         if not isinstance(h, Mapping) or "index" not in h or "best" not in h:
             raise _fail(source, f"search.history[{k}]", "must have 'index' and 'best'")
-        _check_layout(h.get("layout"), f"search.history[{k}].layout", source)
-    _check_layout(plan["search"].get("best_layout"), "search.best_layout", source)
+        _check_layout(h.get("layout"), f"search.history[{k}].layout", source, total)
+    _check_layout(plan["search"].get("best_layout"), "search.best_layout", source, total)
     base = plan["baselines"]
     homogeneous = base.get("homogeneous") or []
     if not isinstance(homogeneous, list):
@@ -198,7 +218,7 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
             continue
         if not isinstance(b, Mapping):
             raise _fail(source, where, "must be an object")
-        _check_layout(b.get("layout"), f"{where}.layout", source)
+        _check_layout(b.get("layout"), f"{where}.layout", source, total)
     slo = plan["request"].get("slo") or {}
     if not isinstance(slo, Mapping):
         raise _fail(source, "request.slo", "must be an object")
@@ -256,19 +276,23 @@ def _at(source: str, field: str):
     return lambda problem: _fail(source, field, problem)
 
 
-def _check_layout(layout: Any, field: str, source: str) -> None:
+def _check_layout(layout: Any, field: str, source: str, gpus: int) -> None:
     """A layout as plan.json writes it: ``[[type, size], ...]`` or its compact text
-    (``H20:2*3+8;H200:32``), or nothing."""
+    (``H20:2*3+8;H200:32``), or nothing; at most one island per GPU of the plan's
+    inventory (``gpus``)."""
     if layout is None or layout == []:
         return
     if isinstance(layout, str):
         try:
-            parse_layout_text(layout)
+            parse_layout_text(layout, max_islands=gpus)
         except ValueError as err:
             raise _fail(source, field, f"is not a layout ({err})") from None
         return
     if not isinstance(layout, list):
         raise _fail(source, field, "must be a list of [GPU type, size] pairs")
+    if len(layout) > gpus:
+        raise _fail(source, field, f"lists {len(layout):,} islands; the plan's inventory "
+                    f"has {gpus:,} GPUs")
     for k, item in enumerate(layout):
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
                 and item[0]):
@@ -277,13 +301,20 @@ def _check_layout(layout: Any, field: str, source: str) -> None:
                      le=MAX_ISLAND)
 
 
-def _check_servers(servers: Any, source: str) -> None:
+def _check_servers(servers: Any, islands: list[Mapping[str, Any]], source: str) -> None:
     """The plan's servers (server granularity; absent in older plans and at GPU
-    granularity): index, GPU type, GPUs, GPUs used and the islands on each."""
+    granularity): index, GPU type, GPUs, GPUs used and the islands on each -- checked
+    against the islands as the planner writes them: servers numbered in order, each of
+    one GPU type holding no more GPUs than it has, and every island on servers of its
+    own type that exist, no more of them than its GPUs."""
     if servers is None:
         return
     if not isinstance(servers, list):
         raise _fail(source, "servers", "must be a list")
+    gpus = sum(int(isl["size"]) for isl in islands)
+    if len(servers) > max(gpus, 1):  # a listed server holds some island's GPU
+        raise _fail(source, "servers", f"lists {len(servers):,} servers for the islands' "
+                    f"{gpus:,} GPUs")
     for k, srv in enumerate(servers):
         where = f"servers[{k}]"
         if not isinstance(srv, Mapping):
@@ -291,10 +322,36 @@ def _check_servers(servers: Any, source: str) -> None:
         for key in ("index", "gpus", "gpus_used"):
             check_number(srv.get(key), _at(source, f"{where}.{key}"), integer=True, ge=0,
                          le=MAX_ISLAND * 1_000_000)
+        if srv["index"] != k:
+            raise _fail(source, f"{where}.index", f"is {srv['index']}; servers are "
+                        "numbered in order from 0")
+        if srv["gpus_used"] > srv["gpus"]:
+            raise _fail(source, f"{where}.gpus_used", f"is {srv['gpus_used']}, more than "
+                        f"the server's {srv['gpus']} GPUs")
         if not isinstance(srv.get("gpu"), str):
             raise _fail(source, f"{where}.gpu", "must be a GPU name")
-        if not isinstance(srv.get("islands"), list):
-            raise _fail(source, f"{where}.islands", "must be a list of island indices")
+        on = srv.get("islands")
+        if not isinstance(on, list) or not _indices(on, len(islands)):
+            raise _fail(source, f"{where}.islands", f"must be distinct island indices "
+                        f"below {len(islands)}")
+    for i, isl in enumerate(islands):
+        on = isl.get("servers")
+        if on is None:
+            continue
+        where = f"islands[{i}].servers"
+        if not _indices(on, len(servers)) or len(on) > int(isl["size"]):
+            raise _fail(source, where, f"must be at most {isl['size']} distinct server "
+                        f"indices below {len(servers)}")
+        other = next((s for s in on if servers[s]["gpu"].lower() != isl["gpu"].lower()), None)
+        if other is not None:
+            raise _fail(source, where, f"names server {other}, a {servers[other]['gpu']} "
+                        f"server, for a {isl['gpu']} island: a server has one GPU type")
+
+
+def _indices(values: list[Any], n: int) -> bool:
+    """Whether ``values`` are distinct whole numbers in ``[0, n)``."""
+    ok = all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n for v in values)
+    return ok and len(set(values)) == len(values)
 
 
 def _check_island(isl: Mapping[str, Any], where: str, source: str, known: set[str],

@@ -46,13 +46,22 @@ from planner.core.defaults import (
     DEFAULT_MODEL,
     DEFAULT_SLO,
     DEFAULT_WORKLOAD,
+    MAX_BUDGETS,
     MAX_ISLAND_GPUS,
     MAX_LATENCY_MS,
     MAX_RANGES,
+    MAX_SCENARIOS,
     MAX_TIME_LIMIT,
+    MAX_WORKLOADS,
 )
 from planner.core.errors import PlannerError
-from planner.fleet.inventory import Inventory, InventoryEntry, inventory_from_dict, load_inventory
+from planner.fleet.inventory import (
+    MAX_TYPES,
+    Inventory,
+    InventoryEntry,
+    inventory_from_dict,
+    load_inventory,
+)
 from planner.whatif.values import (
     CLOSED_LOOP_MODES,
     DEFAULT_MAX_ISLAND,
@@ -292,6 +301,7 @@ def _budget_sweep(studies: Mapping[str, Any], st: Loc, flags: Flags) -> tuple[fl
     if isinstance(raw, str):
         return parse_budgets(raw, at)
     if isinstance(raw, list) and raw:
+        raw = at.items(raw, MAX_BUDGETS, "budgets")
         return tuple(budget_value(v, at.child(i)) for i, v in enumerate(raw))
     raise at.error("expected a list of budgets ($/h) or a range like '128..2048'")
 
@@ -299,17 +309,22 @@ def _budget_sweep(studies: Mapping[str, Any], st: Loc, flags: Flags) -> tuple[fl
 def _prices(studies: Mapping[str, Any], st: Loc, flags: Flags, inventory: Inventory,
             unlimited: bool) -> tuple[PriceSweep, ...]:
     src: list[tuple[str, list[Any], Loc]] = []
-    for text in flags.price:
+    for text in Loc("--price").items(list(flags.price), MAX_TYPES, "GPU types"):
         gpu, sep, listed = text.partition("=")
         if not sep or not gpu.strip() or not listed.strip():
             raise Loc("--price").error(
                 f"expected TYPE=0.8x,1.0x,1.2x or TYPE=3.2,4.0, got {text!r}")
-        src.append((gpu.strip(), listed.split(","), Loc(f"--price {gpu.strip()}")))
+        flag = Loc(f"--price {gpu.strip()}")
+        src.append((gpu.strip(), flag.items(listed.split(","), MAX_BUDGETS, "prices"), flag))
     if not flags.price and studies.get("prices") is not None:
         at = st.child("prices")
-        for gpu, values in at.mapping(studies["prices"]).items():
-            src.append((str(gpu), values if isinstance(values, list) else [values],
-                        at.child(str(gpu))))
+        types = at.mapping(studies["prices"])
+        if len(types) > MAX_TYPES:
+            raise at.error(f"lists {len(types):,} GPU types; at most {MAX_TYPES}")
+        for gpu, values in types.items():
+            field = at.child(str(gpu))
+            src.append((str(gpu), field.items(values if isinstance(values, list) else [values],
+                                              MAX_BUDGETS, "prices"), field))
     out = []
     for gpu, values, loc in src:
         if gpu not in inventory.types:
@@ -332,11 +347,10 @@ def _add(studies: Mapping[str, Any], st: Loc, flags: Flags, inventory: Inventory
          unlimited: bool) -> tuple[InventoryEntry, ...]:
     default_min = min((e.min_island for e in inventory.entries), default=1)
     if flags.add:
-        src = [(parse_add_flag(t), Loc("--add")) for t in flags.add]
+        src = [(parse_add_flag(t), Loc("--add"))
+               for t in Loc("--add").items(list(flags.add), MAX_TYPES, "GPU types to add")]
     else:
-        raw = studies.get("add") or []
-        if not isinstance(raw, list):
-            raise st.child("add").error("expected a list of GPU types to add")
+        raw = st.child("add").items(studies.get("add") or [], MAX_TYPES, "GPU types to add")
         src = [(v, st.child("add").child(i)) for i, v in enumerate(raw)]
     out: list[InventoryEntry] = []
     for item, loc in src:
@@ -351,12 +365,12 @@ def _add(studies: Mapping[str, Any], st: Loc, flags: Flags, inventory: Inventory
 def _remove(studies: Mapping[str, Any], st: Loc, flags: Flags, inventory: Inventory
             ) -> tuple[str, ...]:
     if flags.remove:
-        src = [(r, Loc("--remove")) for r in flags.remove]
+        src = [(r, Loc("--remove"))
+               for r in Loc("--remove").items(list(flags.remove), MAX_TYPES, "GPU types")]
     else:
         raw = studies.get("remove") or []
-        raw = [raw] if isinstance(raw, str) else raw
-        if not isinstance(raw, list):
-            raise st.child("remove").error("expected a list of GPU types")
+        raw = st.child("remove").items([raw] if isinstance(raw, str) else raw, MAX_TYPES,
+                                       "GPU types")
         src = [(r, st.child("remove").child(i)) for i, r in enumerate(raw)]
     for r, loc in src:
         if r not in inventory.types:
@@ -371,14 +385,15 @@ def _workloads(studies: Mapping[str, Any], st: Loc, flags: Flags, base_dir: Path
                ) -> tuple[WorkloadMix, ...]:
     out: list[WorkloadMix] = []
     if flags.workloads:
-        for name in (w.strip() for w in flags.workloads.split(",")):
+        names = Loc("--workloads").items(flags.workloads.split(","), MAX_WORKLOADS,
+                                         "workloads")
+        for name in (w.strip() for w in names):
             if name:
                 ref = workload_ref(name, Loc("--workloads"), None)
                 out.append(WorkloadMix(workload_label(ref), ((ref, 1.0),)))
         return tuple(out)
-    raw = studies.get("workloads") or []
-    if not isinstance(raw, list):
-        raise st.child("workloads").error("expected a list of workloads or mixtures")
+    raw = st.child("workloads").items(studies.get("workloads") or [], MAX_WORKLOADS,
+                                      "workloads or mixtures")
     for i, item in enumerate(raw):
         out.extend(workload_items(item, st.child("workloads").child(i), base_dir))
     return tuple(out)
@@ -504,11 +519,6 @@ def _buys_a_gpu(inventory: Inventory, budget: float | None, at: Loc) -> None:
     if budget < price * (1 - 1e-12):
         raise at.error(f"{budget:g} $/h buys no island: the cheapest, {size} x {name}, is "
                        f"{price:g} $/h")
-
-
-#: The most scenarios one study expands to (each is a plan, closed in simulation when
-#: the closed loop is on): a list of 40,000 budgets would otherwise run for days.
-MAX_SCENARIOS = 2_000
 
 
 def scenario_count(spec: WhatIfSpec) -> int:

@@ -18,6 +18,7 @@ from perfmodel import reading
 from perfmodel.errors import check_number
 from perfmodel.hardware import resolve_gpu
 from planner.context.request import PlanRequest
+from planner.core.defaults import MAX_BUDGETS, MAX_MIXED
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import MAX_BUDGET, MAX_COUNT, MAX_PRICE, InventoryEntry
 from planner.outer.exact import ExactSearch
@@ -132,6 +133,7 @@ def budget_value(value: Any, loc: Loc) -> float:
     return positive(value, loc, le=MAX_BUDGET)
 
 
+
 _RANGE = re.compile(r"^\s*([0-9.eE+]+)\s*\.\.\s*([0-9.eE+]+)\s*(?::\s*([0-9.eE+]+))?\s*$")
 
 
@@ -145,17 +147,17 @@ def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:
         out: list[float] = []
         b = lo
         step = positive(m[3], loc) if m[3] else None
-        while b <= hi * (1 + 1e-12) and len(out) <= 1000:
+        while b <= hi * (1 + 1e-12) and len(out) <= MAX_BUDGETS:
             out.append(b)
             b = b + step if step else 2 * b
-        if len(out) > 1000:
-            raise loc.error(f"range {text!r} has more than 1000 budgets")
+        if len(out) > MAX_BUDGETS:
+            raise loc.error(f"range {text!r} has more than {MAX_BUDGETS:,} budgets")
         return tuple(out)
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise loc.error("expected budgets like 128,256,512 or 128..2048")
-    if len(parts) > 1000:
-        raise loc.error(f"lists {len(parts):,} budgets; at most 1000")
+    if len(parts) > MAX_BUDGETS:
+        raise loc.error(f"lists {len(parts):,} budgets; at most {MAX_BUDGETS:,}")
     return tuple(budget_value(p.strip(), loc) for p in parts)
 
 
@@ -202,6 +204,8 @@ def workload_items(item: Any, loc: Loc, base_dir: Path | None) -> list[WorkloadM
             raise loc.child("share").error("give weights in 'mix' or a 'share', not both")
         if len(mix) < 2:
             raise at.error("a mixture needs at least two workloads")
+        if len(mix) > MAX_MIXED:
+            raise at.error(f"mixes {len(mix):,} workloads; at most {MAX_MIXED}")
         refs = [workload_ref(k, at.child(str(k)), base_dir) for k in mix]
         weights = [positive(v, at.child(str(k))) for k, v in mix.items()]
         total = sum(weights)
@@ -212,7 +216,8 @@ def workload_items(item: Any, loc: Loc, base_dir: Path | None) -> list[WorkloadM
         raise at.error("expected two workloads [a, b] (with 'share') or a mapping of weights")
     a, b = (workload_ref(v, at.child(i), base_dir) for i, v in enumerate(mix))
     shares = loc.require(item, "share")
-    shares = shares if isinstance(shares, list) else [shares]
+    shares = loc.child("share").items(shares if isinstance(shares, list) else [shares],
+                                      MAX_BUDGETS, "shares")
     out = []
     for i, s in enumerate(shares):
         sl = loc.child("share").child(i) if isinstance(item["share"], list) \

@@ -34,6 +34,9 @@ from planner.workload.fields import Loc
 
 #: Longest length any distribution may reach (4M tokens): bounds memory of dense pmfs.
 MAX_SUPPORTED_LEN = 1 << 22
+#: Distributions a mixture may hold, counting those of mixtures inside it: each is a
+#: dense pmf over every length, so the work grows with the count; a workload is a few.
+MAX_COMPONENTS = 64
 
 _ALIASES = {
     "point": "point", "constant": "point",
@@ -180,6 +183,10 @@ def _components(spec: Mapping[str, Any], loc: Loc) -> tuple[list[dict[str, Any]]
     comps = loc.require(spec, "components")
     if not isinstance(comps, list) or not comps:
         raise loc.child("components").error("expected a non-empty list of distributions")
+    if _leaves(spec, MAX_COMPONENTS) > MAX_COMPONENTS:
+        raise loc.child("components").error(
+            f"holds more than {MAX_COMPONENTS} distributions (counting those of mixtures "
+            "inside it)")
     specs, weights = [], []
     for i, comp in enumerate(comps):
         cloc = loc.child("components").child(i)
@@ -188,6 +195,20 @@ def _components(spec: Mapping[str, Any], loc: Loc) -> tuple[list[dict[str, Any]]
         specs.append({k: v for k, v in comp.items() if k != "weight"})
     w = np.asarray(weights)
     return specs, w / w.sum()
+
+
+def _leaves(spec: Any, cap: int) -> int:
+    """Distributions under ``spec`` (1 unless it is a mixture), counted only until
+    ``cap`` is passed: YAML aliases can nest a mixture in itself thousands of times over."""
+    comps = spec.get("components") if isinstance(spec, Mapping) else None
+    if not isinstance(comps, list):
+        return 1
+    total = 0
+    for comp in comps:
+        total += _leaves(comp, cap - total)
+        if total > cap:
+            break
+    return total
 
 
 # ---------------------------------------------------------------------------- discretise

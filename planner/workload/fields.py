@@ -48,6 +48,15 @@ class Loc:
                 f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
             )
 
+    def items(self, value: Any, cap: int, what: str) -> list[Any]:
+        """``value`` as a list of at most ``cap`` items (one line naming the field when
+        it is not a list, or longer: every list a file holds has a stated cap)."""
+        if not isinstance(value, list):
+            raise self.error(f"expected a list of {what}, got {type(value).__name__}")
+        if len(value) > cap:
+            raise self.error(f"lists {len(value):,} {what}; at most {cap:,}")
+        return value
+
     def require(self, data: Mapping[str, Any], key: str) -> Any:
         if key not in data or data[key] is None:
             raise self.child(key).error("is required")

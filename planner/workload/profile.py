@@ -40,6 +40,9 @@ DEFAULT_STREAM = "default"
 #: The most slots a profile may hold (a week at 5-minute slots is 2,016): every slot is
 #: one MILP of the schedule, so the cap bounds the work a file can ask for.
 MAX_SLOTS = 4032
+#: Workload streams a profile may name: each is a workload read and a column of every
+#: slot's MILP (as many as a fleet file's services).
+MAX_STREAMS = 32
 MAX_RATE = 1e9
 MAX_PERIOD_HOURS = 24 * 366
 MIX_TOL = 1e-6
@@ -186,6 +189,9 @@ def profile_from_dict(data: Any, where: str) -> Profile:
             isinstance(k, str) and isinstance(v, str) and k and v for k, v in workloads.items()):
         raise PlannerError(f"{where}: field 'workloads' must map stream names to workloads "
                            "(built-in names or YAML paths)")
+    if len(workloads) > MAX_STREAMS:
+        raise PlannerError(f"{where}: field 'workloads' names {len(workloads):,} streams; "
+                           f"at most {MAX_STREAMS}")
     streams = tuple(workloads) or (DEFAULT_STREAM,)
     relative = data.get("relative", False)
     if not isinstance(relative, bool):

@@ -33,6 +33,9 @@ from planner.workload.fields import Loc
 from planner.workload.model import DEFAULT_MAX_LEN, JointHistogram, Workload
 
 FORMAT_VERSION = 1
+#: Bins per axis of a joint histogram: `planner workload fit` writes a few dozen, and the
+#: counts table is their product, so a longer list is refused before it is allocated.
+MAX_JOINT_BINS = 1024
 _TOP_KEYS = {"format_version", "name", "description", "provenance", "max_len", "input",
              "decode", "arrival", "prefix_hit_rate", "clipped_mass", "joint", "stats"}
 
@@ -129,6 +132,10 @@ def _joint(raw: Any, loc: Loc) -> JointHistogram:
     loc.only_keys(j, {"input_edges", "output_edges", "counts", "output_mean"})
     ie = loc.array(j, "input_edges", integer=True, ge=0, min_size=2)
     oe = loc.array(j, "output_edges", integer=True, ge=0, min_size=2)
+    for key, edges in (("input_edges", ie), ("output_edges", oe)):
+        if edges.size - 1 > MAX_JOINT_BINS:
+            raise loc.child(key).error(f"has {edges.size - 1:,} bins; at most "
+                                       f"{MAX_JOINT_BINS:,} per axis")
     rows = loc.require(j, "counts")
     if not isinstance(rows, list) or len(rows) != ie.size - 1:
         raise loc.child("counts").error(f"expected {ie.size - 1} rows (one per input bin)")

@@ -3,6 +3,7 @@ before any work (what-if --add, budget lists, a study's scenarios, simulate -n).
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ def _one_line(err: str) -> str:
 @pytest.mark.parametrize("argv,needle", [
     (("--add", "B200:1e308:6"), "--add: must be <= 1e+06"),
     (("--add", "B200:8:1e300"), "--add: must be <= 1e+06"),
-    (("--budget-sweep", ",".join(str(100 + k) for k in range(1001))), "at most 1000"),
+    (("--budget-sweep", ",".join(str(100 + k) for k in range(1001))), "at most 1,000"),
 ])
 def test_whatif_flags_are_bounded(run_cli, small_inventory, tmp_path, argv, needle):
     rc, _, err = run_cli("whatif", "--inventory", str(small_inventory), "--budget", "64",
@@ -54,7 +55,13 @@ def test_errors_are_one_printable_line(run_cli, tmp_path):
     inv.write_text("gpus:\n  - {type: " + "A" * 10_000 + ", count: 4}\n")
     rc, _, err = run_cli("plan", "--inventory", str(inv), "--out", str(tmp_path / "o"))
     line = _one_line(err)
-    assert rc == 2 and len(line) < 2200 and "characters cut" in line
+    # cut at the value (its ends and its length kept), so the file and field stay
+    assert rc == 2 and len(line) < 1000 and re.search(r"\[10,00\d characters\]", line)
+    assert str(inv) in line and "gpus[0]" in line
+    from planner.cli.main import one_line
+
+    long = "x " * 3000  # many short words: no one value to cut, so the line is cut
+    assert "characters cut; 6,000 in all" in one_line(long)
 
 
 def test_no_command_says_so(run_cli):

@@ -89,3 +89,58 @@ def test_nan_in_plan_json_names_its_field(run_cli, tmp_path):
     rc, _, err = run_cli("report", str(run_dir))
     lines = [x for x in err.strip().splitlines() if x.strip()]
     assert rc == 2 and len(lines) == 1 and "field 'summary.requests_per_s'" in lines[0]
+
+
+def _with_servers(plan):
+    """One server per island, as a server-granularity plan lists them."""
+    plan["servers"] = [{"index": i, "gpu": isl["gpu"], "gpus": isl["size"], "islands": [i],
+                        "gpus_used": isl["size"], "partial": False}
+                       for i, isl in enumerate(plan["islands"])]
+    for i, isl in enumerate(plan["islands"]):
+        isl["servers"] = [i]
+    return plan
+
+
+def _other_type(p):
+    first = p["islands"][0]["gpu"]
+    k = next(i for i, isl in enumerate(p["islands"]) if isl["gpu"] != first)
+    p["islands"][0]["servers"] = [k]
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda p: p["servers"].extend([p["servers"][0]] * 100_000), "servers"),
+    (lambda p: p["servers"][1].update(index=0), "servers[1].index"),
+    (lambda p: p["servers"][0].update(gpus_used=p["servers"][0]["gpus"] + 1),
+     "servers[0].gpus_used"),
+    (lambda p: p["servers"][0].update(islands=[0, 0]), "servers[0].islands"),
+    (lambda p: p["islands"][0].update(servers=[0] * 100_000), "islands[0].servers"),
+    (lambda p: p["islands"][0].update(servers=[len(p["servers"])]), "islands[0].servers"),
+    (_other_type, "islands[0].servers"),
+    (lambda p: p["islands"].extend([dict(p["islands"][0], role="idle")] * 100_000),
+     "islands"),
+    (lambda p: [p["ranges"][k].extend([1] * 5000) for k in ("start",)], "ranges.start"),
+    (lambda p: p["search"]["history"].extend([p["search"]["history"][0]] * 100_001),
+     "search.history"),
+    (lambda p: p["search"].update(best_layout="H200:1*10000000000000"), "search.best_layout"),
+    (lambda p: p["search"].update(best_layout=[["H200", 1]] * 100_000), "search.best_layout"),
+    (lambda p: p["summary"].update(capacity_band={"islands": [{}] * 100_000}),
+     "summary.capacity_band"),
+])
+def test_servers_and_list_lengths_are_checked_against_the_islands(run_cli, tmp_path, edit,
+                                                                   field):
+    """A plan.json's lists are as long as what they describe (servers for the islands'
+    GPUs, islands for the inventory's, ranges up to --ranges' cap) and its servers agree
+    with its islands: numbered in order, one GPU type, within their GPUs."""
+    from planner.report import write_run
+
+    run_dir = tmp_path / "run"
+    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+    plan = _with_servers(json.loads((run_dir / "plan.json").read_text()))
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    assert run_cli("report", str(run_dir))[0] == 0  # the servers as written are valid
+    edit(plan)
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    rc, _, err = run_cli("report", str(run_dir))
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1, err
+    assert f"field '{field}'" in lines[0], lines[0]

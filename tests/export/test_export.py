@@ -226,8 +226,8 @@ def test_a_leaderworkerset_with_a_bad_field_is_caught():
 def test_amd_gpus_request_amd_resources_and_trtllm_refuses_them(plans, tmp_path):
     src = plans["sglang", "dense"]
     plan = json.loads((src / "plan.json").read_text())
-    for isl in plan["islands"]:
-        isl["gpu"] = "MI300X"
+    for part in (*plan["islands"], *(plan.get("servers") or [])):
+        part["gpu"] = "MI300X"
     # the plan's inventory lists what its islands use (planner.run.schema)
     need = sum(isl["size"] for isl in plan["islands"])
     plan["request"]["inventory"]["gpus"] = [{"type": "MI300X", "count": need,

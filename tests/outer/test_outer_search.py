@@ -285,6 +285,13 @@ def test_random_search_resumes(tmp_path):
     (lambda t: t["history"][0].update(layout="H200:x"), "tracker.history[0].layout"),
     (lambda t: t.update(evaluations=-3), "tracker.evaluations"),
     (lambda t: t.pop("history"), "tracker.history"),
+    # issue 32: bounded lists -- a history longer than any search records, a layout of
+    # more islands than the inventory has GPUs (as text, 31 characters)
+    (lambda t: t["history"].extend([t["history"][0]] * 100_001), "tracker.history"),
+    (lambda t: t["history"][0].update(layout="H200:1*10000000000000"),
+     "tracker.history[0].layout"),
+    (lambda t: t["history"][0].update(layout=[["H200", 1]] * 100_000),
+     "tracker.history[0].layout"),
 ])
 def test_corrupted_checkpoint_is_one_line_naming_the_field(tmp_path, edit, field):
     path = tmp_path / "ckpt.json"

@@ -10,7 +10,7 @@ import pytest
 
 from planner.core.errors import PlannerError
 from planner.fleet.inventory import inventory_from_dict
-from planner.workload.profile import MAX_SLOTS, profile_from_dict
+from planner.workload.profile import MAX_SLOTS, MAX_STREAMS, profile_from_dict
 from planner.workload.profile_builtins import (
     CHAT,
     CODE,
@@ -103,6 +103,8 @@ def test_demand_splits_by_mix():
      "slot 0: field 'mix' is missing"),
     (slots(0.0, 0.0), "every slot's rate is 0"),
     ({"rates": [1.0] * (MAX_SLOTS + 1)}, "at most"),
+    ({"workloads": {f"s{k}": "azure-conv-2023" for k in range(MAX_STREAMS + 1)},
+      **slots(1.0)}, f"at most {MAX_STREAMS}"),
     ({"slots": [{"start": 0, "hours": 0, "rate": 1}]}, "slot 0: field 'hours'"),
 ])
 def test_bad_profiles_name_the_slot_and_field(data, where):

@@ -61,6 +61,8 @@ def test_an_edited_file_is_simulated_as_edited(exported, tmp_path):
     (lambda r: r["ranges"][0]["prefill"].append({"island": 99, "weight": 1}),
      "ranges[0].prefill"),
     (lambda r: r["ranges"][1]["prefill"][0].update(weight=-1), "ranges[1].prefill[0].weight"),
+    (lambda r: r["ranges"][0]["prefill"].extend(r["ranges"][0]["prefill"] * 100_000),
+     "ranges[0].prefill"),
 ])
 def test_a_bad_file_is_one_line_naming_the_field(exported, tmp_path, run_cli, edit, field):
     router = json.loads((exported / "export" / "router.json").read_text())

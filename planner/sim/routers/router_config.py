@@ -75,6 +75,9 @@ def _fill(out: np.ndarray, j: int, entries: Any, islands: Sequence[int], at: str
           where: str) -> None:
     if not isinstance(entries, list):
         raise _fail(where, at, "must be a list of {island, weight}")
+    if len(entries) > len(islands):  # one entry per island of the phase at most
+        raise _fail(where, at, f"lists {len(entries):,} entries for the {len(islands)} "
+                    "islands of this phase")
     row = {i: k for k, i in enumerate(islands)}
     for n, e in enumerate(entries):
         if not isinstance(e, Mapping) or e.get("island") not in row:
