@@ -357,6 +357,20 @@ def _best(outs: list[Outcome]) -> Outcome:
     return max(outs, key=lambda o: (o.requests_per_s, -o.cost_per_hour))
 
 
+def _per_dollar(outs: list[Outcome]) -> str:
+    """The budget study's best requests/s per $/h; a scenario on GPUs priced 0 (an
+    inventory may list GPUs it already owns as free) serves at no cost, a ratio with no
+    value, so it is named as such."""
+    free = [o for o in outs if o.cost_per_hour <= 0]
+    if free:
+        top = max(free, key=lambda o: o.requests_per_s)
+        return (f"; at no cost: {scenario_label(top.scenario)}, {_f(top.requests_per_s)} "
+                "requests/s on GPUs priced 0 $/h")
+    value = max(outs, key=lambda o: o.requests_per_s / o.cost_per_hour)
+    return (f"; most requests/s per $/h: {scenario_label(value.scenario)}, "
+            f"{value.requests_per_s / value.cost_per_hour:.2f} requests/s per $/h")
+
+
 def highlights(result: WhatIfResult) -> list[tuple[str, str]]:
     """(label, sentence): the base plan, the marginal answer, then the best scenario of
     each study -- what whatif.html leads with."""
@@ -381,9 +395,7 @@ def highlights(result: WhatIfResult) -> list[tuple[str, str]]:
         best = _best(outs)
         text = f"most throughput: {_point(best, base)}"
         if study == "budget":
-            value = max(outs, key=lambda o: o.requests_per_s / o.cost_per_hour)
-            text += (f"; most requests/s per $/h: {scenario_label(value.scenario)}, "
-                     f"{value.requests_per_s / value.cost_per_hour:.2f} requests/s per $/h")
+            text += _per_dollar(outs)
         elif study == "equal_cost":
             singles = [o for o in outs if o.scenario.option != MIX]
             if singles and best.scenario.option == MIX:

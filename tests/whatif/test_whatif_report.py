@@ -146,3 +146,20 @@ def test_pareto_front_only_joins_comparable_scenarios(result):
     assert "base prices and workload only" in legend
     notes = " ".join(t.get_text() for t in ax.texts)
     assert "2 price-sweep, 1 workload" in notes
+
+
+def test_a_budget_scenario_on_free_gpus_is_named_not_divided_by_zero(tmp_path):
+    """An inventory may price GPUs it already owns at 0 $/h; a budget scenario using
+    only those costs nothing, and the highlight says so (found by scripts/fuzz_cli.py:
+    a ZeroDivisionError while writing the study)."""
+    from dataclasses import replace
+
+    from planner.whatif.tables import highlights
+
+    result = fake_result(tmp_path, {"budget_sweep": [32, 64]})
+    k = next(i for i, o in enumerate(result.outcomes)
+             if o.scenario.study == "budget" and o.requests_per_s > 0)
+    result.outcomes[k] = replace(result.outcomes[k], cost_per_hour=0.0)
+    text = dict(highlights(result))["Budget sweep"]
+    assert "at no cost" in text and "per $/h" not in text
+    assert whatif_html(result, {})  # the page renders
