@@ -60,6 +60,7 @@ the catalog; a unit the mode has no reading for; a point the model finds infeasi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
@@ -136,6 +137,9 @@ class Case:
     #: ``batch`` counts sequences per attention group (posed files) rather than per GPU
     #: (validation_cases.yaml, where a tp-wide group holds batch x tp).
     batch_per_group: bool = False
+    #: The source names the GPU family only ("NVIDIA H100 GPUs"): the posing's form
+    #: factor is an assumption (posed rows whose ``stated`` list lacks ``gpu``).
+    gpu_assumed: bool = False
 
     @property
     def dense(self) -> bool:
@@ -199,6 +203,7 @@ def posed_case(row: dict[str, Any]) -> Case:
     slo = row.get("slo") or {}
     values["slo_ttft_ms"] = float(slo.get("ttft_p99_ms") or 0.0)
     values["slo_tpot_ms"] = float(slo.get("tpot_p99_ms") or 0.0)
+    values["gpu_assumed"] = "gpu" not in (row.get("stated") or [])
     return Case(**values, batch_per_group=True)
 
 
@@ -313,19 +318,36 @@ def error(case: Case, ours: float) -> float:
     return units.optimism_error(case.unit, case.value, ours)
 
 
+#: The other form factor of a GPU family a source may name without saying which (an
+#: SXM module and a PCIe card differ in clocks, power and memory bandwidth by 20-40 %).
+GPU_VARIANTS = {"H100-SXM": "H100-PCIe", "H100-PCIe": "H100-SXM",
+                "A100-80G": "A100-PCIe", "A100-PCIe": "A100-80G"}
+
+
+def _other_variant(case: Case) -> Case | None:
+    """``case`` on the GPU's other form factor, when the source left it unstated."""
+    other = GPU_VARIANTS.get(case.gpu) if case.gpu_assumed else None
+    return replace(case, gpu=other) if other else None
+
+
 #: Assumptions whose sensitivity every row reports (issue 29): the error with the row's
-#: KV-cache dtype flipped (bf16 <-> fp8) and with FP8 attention flipped.
-FLIPS = {"kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
-         "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention)}
+#: KV-cache dtype flipped (bf16 <-> fp8), with FP8 attention flipped, and -- where the
+#: source names only the GPU family -- on the family's other form factor (None: not an
+#: assumption of this row).
+FLIPS: dict[str, Callable[[Case], Case | None]] = {
+    "kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
+    "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention),
+    "gpu_variant": _other_variant}
 
 
 def sensitivity(case: Case) -> dict[str, float]:
     """The row's error with each assumption of :data:`FLIPS` flipped (nan where the
-    flipped posing has no feasible point)."""
+    flipped posing has no feasible point or the row does not assume it)."""
     out = {}
     for name, flip in FLIPS.items():
+        flipped = flip(case)
         try:
-            out[name] = error(case, predict(flip(case)))
+            out[name] = error(case, predict(flipped)) if flipped else float("nan")
         except NotPredictable:
             out[name] = float("nan")
     return out

@@ -198,15 +198,17 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "(`assumed`) -- with no prediction in the commit; a later commit scores them "
               "(here, read in place), and the history shows the order.", "",
               "*Set*: held out or calibration (`perfmodel.validation_split`, by case id "
-              "alone).  *KV flipped* and *FP8 attention flipped*: the row's error with that "
-              "assumption the other way (bf16 <-> fp8 KV cache; FP8 attention on <-> off) -- "
-              "how much the row's verdict rests on it (-- where the flipped posing has no "
-              "feasible point).  *Disaggregated*: prefill / decode rows whose posing says "
-              "they come from a prefill/decode-split deployment (`DISAGGREGATED` in "
-              "`perfmodel/validation.py`).", "",
+              "alone).  *KV flipped*, *FP8 attention flipped* and *GPU variant flipped*: the "
+              "row's error with that assumption the other way (bf16 <-> fp8 KV cache; FP8 "
+              "attention on <-> off; where the source names only the GPU family, the other "
+              "form factor, SXM <-> PCIe) -- how much the row's verdict rests on it (-- where "
+              "the flipped posing has no feasible point or the row does not assume it).  "
+              "*Disaggregated*: prefill / decode rows whose posing says they come from a "
+              "prefill/decode-split deployment (`DISAGGREGATED` in `perfmodel/validation.py`).",
+              "",
               "| case | from | GPU | model | mode | engine | unit | published | ours | error "
-              "| set | KV flipped | FP8 attention flipped |",
-              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|"]
+              "| set | KV flipped | FP8 attention flipped | GPU variant flipped |",
+              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         if r["scored"]:
             mode = r["mode"] + (" (disaggregated)" if r["deployment"] == "disaggregated"
@@ -219,8 +221,8 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               f"{val.SCORED_FROM} ran engine releases whose kernels the database does not "
               "hold; their figures are shown for reference):", "",
               "| case | from | GPU | model | mode | unit | published | ours | error | set "
-              "| KV flipped | FP8 attention flipped | reason |",
-              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---|"]
+              "| KV flipped | FP8 attention flipped | GPU variant flipped | reason |",
+              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|"]
     for r in rows:
         if not r["scored"]:
             lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | "
