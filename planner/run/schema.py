@@ -192,9 +192,9 @@ def check_plan(plan: Any, source: str = "plan.json") -> None:
         for gpu, n in counts.items():
             check_number(n, _at(source, f"summary.{key}.{gpu}"), integer=True, ge=0)
     band = summary.get("capacity_band")
-    if band is not None and not (isinstance(band, Mapping) and isinstance(
-            band.get("islands", []), list) and len(band.get("islands", [])) <= len(
-            plan["islands"])):
+    per_island = band.get("islands", []) if isinstance(band, Mapping) else None
+    if band is not None and not (isinstance(per_island, list)
+                                 and len(per_island) <= len(plan["islands"])):
         raise _fail(source, "summary.capacity_band", "must be an object whose 'islands' "
                     "list has at most one entry per island")
     history = plan["search"].get("history")
