@@ -104,7 +104,9 @@ Besides these counts, a plan.json read back by `planner report`, `simulate` or `
 holds no more islands than its inventory has GPUs, no more servers than its islands
 have GPUs, and no more router entries per range than islands of that phase.  A trace
 given to `planner workload fit` is streamed in chunks of rows: its memory grows with
-the longest length it holds, not with its rows, so it has no row cap.
+the longest length it holds, not with its rows, so it has no row cap; `planner simulate
+--trace` streams it too and stops after the requests it simulates (`-n`, or as many as
+its measuring window needs, both capped).
 
 This page is generated from the constants the code enforces
 (`scripts/limits_doc.py`; a test fails when it drifts).
