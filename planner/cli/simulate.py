@@ -54,7 +54,8 @@ def simulate(
                                      f"{', '.join(TRACE_FORMATS)}."),
     requests: int | None = typer.Option(None, "--requests", "-n", help="Requests to "
                                         "simulate (a longer run narrows the completed "
-                                        "rate's confidence interval); at most 2,000,000.",
+                                        "rate's confidence interval); at most "
+                                        f"{values.MAX_SIM_REQUESTS:,}.",
                                         show_default="enough for the warm-up and a 60 s "
                                         "window at --rate"),
     arrivals: str = typer.Option("auto", "--arrivals", help="auto (trace timestamps, else "

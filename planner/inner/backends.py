@@ -63,7 +63,7 @@ def solve_model(
 
 #: Set once a HiGHS solve was interrupted: HiGHS's worker threads may then abort the
 #: interpreter's teardown (C++ "terminate called"), so the CLI leaves with os._exit
-#: after flushing (planner.cli.main.main).
+#: after flushing (planner.cli.main.run).
 INTERRUPTED = threading.Event()
 
 

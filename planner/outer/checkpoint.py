@@ -81,27 +81,20 @@ def load_checkpoint(path: Path, *, fingerprint: dict) -> dict | None:
 
 
 def _check_layouts(history: list, space: Any, source: str) -> None:
-    """Every saved layout within the space the fingerprint pins: known GPU types,
-    islands of at least one GPU and no more than the type holds (the fingerprint matches
-    the run, so a layout outside its space is an edited file)."""
+    """Every saved layout within the space the fingerprint pins: known GPU types, and no
+    more GPUs of a type than it holds (the fingerprint matches the run, so a layout
+    outside its space is an edited file)."""
     if not isinstance(space, dict) or not isinstance(space.get("types"), list):
         return
     avail = {str(t.get("name")): t.get("available") for t in space["types"]
              if isinstance(t, dict)}
     for k, h in enumerate(history):
-        layout = HistoryPoint.from_dict(h).layout
-        for gpu, size in layout:
-            cap = avail.get(gpu, None)
-            if gpu not in avail or (isinstance(cap, int) and size > cap):
+        for gpu, used in layout_counts(HistoryPoint.from_dict(h).layout).items():
+            cap = avail.get(gpu)
+            if gpu not in avail or (isinstance(cap, int) and used > cap):
                 raise PlannerError(f"{source}: checkpoint field 'tracker.history[{k}]."
-                                   f"layout' has an island ({gpu}, {size}) outside the "
-                                   "run's inventory; the file is corrupt")
-        for gpu, used in layout_counts(layout).items():
-            cap = avail[gpu]
-            if isinstance(cap, int) and used > cap:
-                raise PlannerError(f"{source}: checkpoint field 'tracker.history[{k}]."
-                                   f"layout' uses {used:,} {gpu} GPUs; the run's inventory "
-                                   f"has {cap:,}; the file is corrupt")
+                                   f"layout' uses {used:,} {gpu} GPUs, outside the run's "
+                                   "inventory; the file is corrupt")
 
 
 def _check_tracker(tracker: Any, source: str) -> None:

@@ -88,7 +88,8 @@ def layout_text(layout: Layout) -> str:
 
 def parse_layout_text(text: str, max_islands: int = 1_000_000) -> Layout:
     """The layout :func:`layout_text` wrote; ``ValueError`` on anything else, and on
-    more than ``max_islands`` islands (``H20:1*10000000000000`` is 30 characters)."""
+    more than ``max_islands`` islands (``H20:1*10000000000000``, 20 characters, is ten
+    trillion)."""
     islands: list[Island] = []
     for part in filter(None, text.split(";")):
         t, sep, sizes = part.rpartition(":")
@@ -96,12 +97,12 @@ def parse_layout_text(text: str, max_islands: int = 1_000_000) -> Layout:
             raise ValueError(f"not a layout: {text!r}")
         for item in sizes.split("+"):
             g, _, k = item.partition("*")
-            if int(g) < 1 or (k and int(k) < 1):
+            size, repeat = int(g), int(k) if k else 1
+            if size < 1 or repeat < 1:
                 raise ValueError(f"not a layout (islands of >= 1 GPU): {text!r}")
-            repeat = int(k) if k else 1
             if len(islands) + repeat > max_islands:
                 raise ValueError(f"more than {max_islands:,} islands")
-            islands.extend([(t, int(g))] * repeat)
+            islands.extend([(t, size)] * repeat)
     return canonical_layout(islands)
 
 

@@ -509,8 +509,8 @@ def load_spec(path: Path | None, flags: Flags | None = None) -> WhatIfSpec:
 
 def _buys_a_gpu(inventory: Inventory, budget: float | None, at: Loc) -> None:
     """A budget that buys no island of the inventory (its smallest, ``min_island`` GPUs
-    of a type) plans nothing: refused naming where it
-    came from (the search would otherwise fail on an empty space, naming nothing)."""
+    of a type) plans nothing: refused naming where it came from (the search would
+    otherwise fail on an empty space, naming nothing)."""
     priced = [(e.price_per_hour * max(e.min_island, 1), e.min_island, e.name)
               for e in inventory.entries if e.price_per_hour > 0]
     if budget is None or not priced or any(e.price_per_hour == 0 for e in inventory.entries):

@@ -133,7 +133,6 @@ def budget_value(value: Any, loc: Loc) -> float:
     return positive(value, loc, le=MAX_BUDGET)
 
 
-
 _RANGE = re.compile(r"^\s*([0-9.eE+]+)\s*\.\.\s*([0-9.eE+]+)\s*(?::\s*([0-9.eE+]+))?\s*$")
 
 
@@ -156,8 +155,7 @@ def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise loc.error("expected budgets like 128,256,512 or 128..2048")
-    if len(parts) > MAX_BUDGETS:
-        raise loc.error(f"lists {len(parts):,} budgets; at most {MAX_BUDGETS:,}")
+    loc.items(parts, MAX_BUDGETS, "budgets")
     return tuple(budget_value(p.strip(), loc) for p in parts)
 
 
