@@ -3,22 +3,40 @@ prefill (what ``trtllm-bench``, vLLM and SGLang do by default, and what most pub
 throughput figures measure).
 
 Steady state of one attention group holding ``B`` decoding sequences, each request
-bringing s input tokens (n = s (1 - h) to compute) and generating d tokens.  Every
-iteration is one mixed forward pass:
+bringing s input tokens (n = s (1 - h) to compute) and generating d tokens (d' = d /
+yield steps).  To keep B sequences in flight, B / d' requests finish and start per
+step, so the group must prefill ``p = B n / d'`` prompt tokens per step on average.
+The engines do not spread that work thinly over every step: a step's token budget goes
+to the running decodes first and then to whole waiting prompts (chunks of a prompt
+longer than what is left), so a prompt is prefilled in the first step(s) after it
+arrives and the other steps are decode-only.  Two kinds of pass, then:
 
-* each of the B sequences generates one token (MTP: 1 + a + ... per verify step);
-* to keep B sequences in flight, B / d requests finish and start per generated token,
-  so each pass also prefills c = B n / d' prompt tokens (d' = d / yield) -- chunks of
-  the waiting prompts, at most the engine's token budget minus the decode rows;
-* GEMMs, norms, all-reduces and MoE see B (1 + k) + c rows; attention is the decode
-  kernel over B sequences at the mean context s + d/2 plus the prefill kernel over the
-  chunks' query-key pairs (c/n prompts' worth of s(s+1)/2 - h s(h s+1)/2).
+* a **mixed pass** -- one token for each of the B sequences (MTP: 1 + k verified) plus
+  ``c = min(budget - B (1 + k), max(n, p))`` prompt tokens: at least one whole prompt
+  where it fits, more when prompts arrive faster than one per step;
+* a **decode-only pass** -- the B rows alone;
 
-Then TPOT = pass time / yield, throughput = dp B / (d' x pass) requests/s, and TTFT =
-the passes a prompt's n tokens need at c per pass (at least one), times the pass.  The
-batch is the largest the KV cache holds that meets the TTFT and TPOT ceilings, or the
-one given; engines page the KV cache, so B sequences spread over their lifetimes
-occupy B (s + d/2) tokens on average (``decode_max`` overrides d/2 as the reserve).
+and a share ``f = min(p / c, 1)`` of the passes is mixed.  GEMMs, norms, all-reduces
+and MoE see the pass's rows; attention is the decode kernel over B sequences at the
+mean context s + d/2 plus, in a mixed pass, the prefill kernel over the chunk's
+query-key pairs.  Why two passes and not one average pass: a MoE layer's cost is not
+linear in its rows -- a decode step of 4 sequences reads the 32 experts they route to,
+a pass that also carries 32 prompt tokens reads nearly all 256 -- so spreading the
+prefill over every step (the form before issue 29's InferenceX rows) charged every
+decode step the whole expert set, and TTFT ``n / p`` steps.
+
+The mean pass is ``t = f t_mix + (1 - f) t_dec`` and throughput = dp min(B / d', c / n)
+/ t requests/s (the second term binds when the budget left after the decodes cannot
+prefill prompts as fast as they finish: the engine then runs fewer sequences); TTFT =
+ceil(n / c) mixed passes.  A request's TPOT is its own d' steps: decode-only passes
+and the mixed passes of the others' prompts, ``f d' - n / c`` of them on average (its
+own prompt's passes are its TTFT): ``(t_dec (d' - m) + t_mix m) / d'`` per step and yield,
+with m that mean -- what a benchmark's mean TPOT reports -- or, where a TPOT ceiling
+is checked, its per-request tail (:data:`TPOT_TAIL_QUANTILE`).  The batch is the
+largest the KV cache holds that meets the TTFT and TPOT ceilings, or the one given;
+engines page the KV
+cache, so B sequences spread over their lifetimes occupy B (s + d/2) tokens on average
+(``decode_max`` overrides d/2 as the reserve).
 """
 
 from __future__ import annotations
@@ -45,7 +63,7 @@ class AggregatedPoint:
     ttft_s: float
     tpot_s: float
     rps: float  # requests/s of the whole island
-    prefill_tokens_per_pass: float
+    prefill_tokens_per_pass: float  # prompt tokens of a mixed pass (module doc)
     breakdown: dict[str, float]  # seconds of one pass by operation
 
     @property
@@ -53,27 +71,17 @@ class AggregatedPoint:
         return self.batch > 0 and self.rps > 0
 
 
-def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
-               hit_rate: float, calib: Calibration, held=None) -> dict[str, np.ndarray]:
-    """Named seconds of one mixed pass for ``batch`` decoding sequences; ``batch``,
-    ``s`` (input length) and ``d`` (output length) broadcast against each other.
-    ``held``: generated tokens a sequence holds on average (default d / 2)."""
+def _one_pass(gpu: GPU, model: ModelSpec, batch, prompt_tokens, s, context, tp, dp, ep,
+              hit_rate: float, calib: Calibration, k_draft: int) -> dict[str, np.ndarray]:
+    """Named seconds of one forward pass of ``batch`` decoding sequences at ``context``
+    plus ``prompt_tokens`` tokens of prompts of length ``s`` (0: decode-only)."""
     ks = kernels_for(gpu, calib.engine)
     prof = calib.profile
-    batch = np.asarray(batch, float)
-    s = np.asarray(s, float)
-    d = np.asarray(d, float)
-    k_draft, tokens_per_step = mtp_yield(calib, model)
     n = np.maximum(s * (1.0 - hit_rate), 1.0)
-    steps = np.maximum(d / tokens_per_step, 1.0)
-    budget = prof.prefill_token_budget or np.inf
-    decode_rows = batch * (1 + k_draft)
-    chunk = np.minimum(batch * n / steps, np.maximum(budget - decode_rows, 0.0))
-    prompts = chunk / n
-    rows = decode_rows + chunk
+    prompts = prompt_tokens / n
+    rows = batch * (1 + k_draft) + prompt_tokens
     cached = s * hit_rate
     pairs = prompts * 0.5 * (s * (s + 1.0) - cached * (cached + 1.0))
-    context = s + (0.5 * d if held is None else np.asarray(held, float))
     heads = model.heads / tp
     if model.is_mla:
         dec = ks.mla_decode(batch, context, heads * (1 + k_draft), model.kv_dtype,
@@ -88,7 +96,8 @@ def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
                                    pairs / np.maximum(prompts, 1e-9), n, heads, kvh,
                                    model.head_dim, model.kv_dtype, calib.fp8_attention)
     pre = np.where(prompts > 0, pre, 0.0)
-    comp = {"attention_decode": model.layers * dec * straggler_factor(batch, dp),
+    comp = {"attention_decode": model.layers * dec * straggler_factor(batch, dp,
+                                                                      moe=model.is_moe),
             "attention_prefill": model.layers * pre,
             "attention_projections": model.layers * layers.attention_projections(
                 ks, model, rows, tp, absorbed=True),
@@ -115,19 +124,113 @@ def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
     comp["lm_head"] = layers.lm_head(ks, model, batch + prompts, tp, ep)
     comp["logits_gather"] = layers.logits_gather(ks, model, batch + prompts, tp, ep,
                                                  gpu.gpus_per_domain) + 0.0 * batch
-    comp["step_gap"] = prof.step_gap_s + 0.0 * batch
+    comp["step_gap"] = prof.step_gap_s + 0.0 * rows
     # beyond the largest captured CUDA graph a pass runs eagerly: at least the host time
     # to launch every layer (perfmodel.decode._eager_floor)
     gpu_time = cast(np.ndarray, sum(comp.values()))
     eager = rows > prof.graph_max_on(gpu, tp)
     comp["eager_launch"] = np.where(eager, np.maximum(
         model.layers * EAGER_LAYER_S - gpu_time, 0.0), 0.0)
+    return comp
+
+
+def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
+               hit_rate: float, calib: Calibration, held=None) -> dict[str, np.ndarray]:
+    """Named seconds of the island's mean pass (module doc: the share ``f`` of mixed
+    passes and the decode-only rest) for ``batch`` decoding sequences; ``batch``, ``s``
+    (input length) and ``d`` (output length) broadcast against each other.  ``held``:
+    generated tokens a sequence holds on average (default d / 2).  Private entries:
+    ``_chunk`` (prompt tokens of a mixed pass), ``_share`` (f), ``_mixed_s`` (a mixed
+    pass's seconds, which TTFT counts), ``_decode_s`` (a decode-only pass's) and
+    ``_yield`` (tokens per step)."""
+    prof = calib.profile
+    batch = np.asarray(batch, float)
+    s = np.asarray(s, float)
+    d = np.asarray(d, float)
+    k_draft, tokens_per_step = mtp_yield(calib, model)
+    n = np.maximum(s * (1.0 - hit_rate), 1.0)
+    steps = np.maximum(d / tokens_per_step, 1.0)
+    budget = prof.prefill_token_budget or np.inf
+    room = np.maximum(budget - batch * (1 + k_draft), 0.0)
+    need = batch * n / steps
+    chunk = np.minimum(room, np.maximum(need, n))
+    share = np.where(chunk > 0, np.minimum(need / np.maximum(chunk, 1e-9), 1.0), 0.0)
+    context = s + (0.5 * d if held is None else np.asarray(held, float))
+    args = (s, context, tp, dp, ep, hit_rate, calib, k_draft)
+    mixed = _one_pass(gpu, model, batch, chunk, *args)
+    plain = _one_pass(gpu, model, batch, 0.0 * chunk, *args)
+    # a priors-priced GPU's serving stack (perfmodel.serving_stack): the decode rows'
+    # work by its decode factor, the prompt tokens' increment by its prefill factor
+    dec_f, pre_f = calib.serving_factor(gpu, "decode"), calib.serving_factor(gpu, "prefill")
+    comp = {k: share * mixed[k] + (1.0 - share) * plain[k] for k in mixed}
+    kernel = cast(np.ndarray, sum(comp.values()))
+    mixed_s = cast(np.ndarray, sum(mixed.values()))
+    plain_s = cast(np.ndarray, sum(plain.values()))
+    if dec_f != 1.0 or pre_f != 1.0:
+        comp["serving_stack"] = ((dec_f - 1.0) * plain_s
+                                 + share * (pre_f - 1.0) * (mixed_s - plain_s))
+        mixed_s = dec_f * plain_s + pre_f * (mixed_s - plain_s)
+        kernel = kernel + comp["serving_stack"]
+        plain_s = dec_f * plain_s
     factor = calib.time_factor(gpu, "aggregated")
     if factor != 1.0:  # --plan-at p10: the class's pessimistic error, named
-        comp["error_band_derate"] = (factor - 1.0) * (gpu_time + comp["eager_launch"])
-    comp["_chunk"] = chunk
+        comp["error_band_derate"] = (factor - 1.0) * kernel
+        mixed_s, plain_s = factor * mixed_s, factor * plain_s
+    comp["_chunk"] = chunk + 0.0 * share
+    comp["_share"] = share + 0.0 * chunk
+    comp["_mixed_s"] = mixed_s + 0.0 * share
+    comp["_decode_s"] = plain_s + 0.0 * share
     comp["_yield"] = tokens_per_step + 0.0 * batch
     return comp
+
+
+#: Per-request tail the TPOT ceiling is held at: while a request decodes for d' steps the
+#: other sequences turn over and their prompts' mixed passes run, f d' - n / c of them on
+#: average (f d' = B n / c passes per d' steps, its own n / c among them, before its
+#: first token); the count is taken as Poisson and the request's TPOT is judged at
+#: this quantile of it -- the SLO is per request, as the simulator scores it: a short
+#: answer that shares one long prompt's pass misses its ceiling even when the mean pass
+#: meets it.
+TPOT_TAIL_QUANTILE = 0.99
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    pass_s: np.ndarray  # mean pass
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray  # mean over a request's own steps (what a benchmark reports)
+    tpot_tail_s: np.ndarray  # a request seeing TPOT_TAIL_QUANTILE of the mixed passes
+    rps: np.ndarray
+    chunk: np.ndarray
+
+
+def pass_outcome(comp: dict[str, np.ndarray], batch, s, d, dp, hit_rate: float
+                 ) -> PassOutcome:
+    """Mean pass, TTFT, TPOT (mean and per-request tail) and requests/s of the island
+    from :func:`mixed_pass`'s entries, popping its private ones (module doc)."""
+    from scipy.stats import poisson
+
+    chunk = comp.pop("_chunk")
+    share = comp.pop("_share")
+    mixed = comp.pop("_mixed_s")
+    plain = comp.pop("_decode_s")
+    tokens_per_step = comp.pop("_yield")
+    t = cast(np.ndarray, sum(comp.values()))
+    n = np.maximum(np.asarray(s, float) * (1.0 - hit_rate), 1.0)
+    steps = np.maximum(np.asarray(d, float), 1.0) / tokens_per_step
+    ttft = np.maximum(np.ceil(n / np.maximum(chunk, 1e-9)), 1.0) * mixed
+    # a request's own prompt pass is its TTFT; its TPOT carries the others' (module doc)
+    own = n / np.maximum(chunk, 1e-9)  # mixed passes of its own prompt (its TTFT)
+    others = np.maximum(share * steps - own, 0.0)
+
+    def per_token(seen):
+        seen = np.minimum(seen, steps)
+        return (plain * (steps - seen) + mixed * seen) / steps / tokens_per_step
+
+    tpot = per_token(others)
+    tail = np.maximum(per_token(poisson.ppf(TPOT_TAIL_QUANTILE, others)), tpot)
+    rps = dp * np.minimum(np.asarray(batch, float) / steps, chunk / n) / t
+    return PassOutcome(t, ttft, tpot, tail, np.where(chunk > 0, rps, 0.0), chunk)
 
 
 def aggregated_point(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int, s: int, d: float,
@@ -148,19 +251,13 @@ def aggregated_point(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int, s: i
     b = np.arange(1, cap + 1, dtype=float)
     comp = mixed_pass(gpu, model, b, float(s), float(d), float(tp), float(dp), float(ep),
                       hit_rate, calib)
-    chunk = comp.pop("_chunk")
-    tokens_per_step = comp.pop("_yield")
-    t = cast(np.ndarray, sum(comp.values()))
-    n = max(s * (1.0 - hit_rate), 1.0)
-    steps = max(d, 1.0) / tokens_per_step
-    ttft = np.maximum(np.ceil(n / np.maximum(chunk, 1e-9)), 1.0) * t
-    tpot = t / tokens_per_step
-    rps = dp * b / (steps * t)
+    out = pass_outcome(comp, b, float(s), float(d), dp, hit_rate)
+    t, ttft, tpot, rps, chunk = out.pass_s, out.ttft_s, out.tpot_s, out.rps, out.chunk
     ok = chunk > 0
     if ttft_ms is not None:
         ok &= ttft * 1e3 <= ttft_ms
     if tpot_ms is not None:
-        ok &= tpot * 1e3 <= tpot_ms
+        ok &= out.tpot_tail_s * 1e3 <= tpot_ms
     if batch is None:
         if not ok.any():
             return AggregatedPoint(0, 0.0, 0.0, 0.0, 0.0, 0.0, {})

@@ -45,6 +45,9 @@ class Calibration:
     prefill_token_budget: int | None = None  # None: the engine profile's (--max-tokens)
     max_running: int | None = None  # None: the engine profile's (--max-running)
     memory_fraction: float | None = None  # None: the engine profile's (--mem-fraction)
+    #: Largest CUDA-graph decode batch a deployment captured (SGLang --cuda-graph-max-bs,
+    #: TRT-LLM cuda_graph_config.max_batch_size); None: the engine profile's tiers.
+    graph_max_batch: int | None = None
     #: Scale-out (RDMA) link efficiency for expert all-to-all beyond the scale-up domain
     #: (DeepEP: 40-47 GB/s of 50 per GPU).  The database measures one node only.
     scaleout_efficiency: float = 0.85
@@ -52,6 +55,9 @@ class Calibration:
     #: its class's held-out band (perfmodel.error_band), never below the point figure
     #: -- planning against the pessimistic bound (``planner plan --plan-at p10``).
     plan_at: str = "point"
+    #: (prefill, decode) serving-stack factors replacing the shipped ones for a GPU priced
+    #: from its vendor's priors (:mod:`perfmodel.serving_stack`; the fit sets them).
+    serving_override: tuple[float, float] | None = None
 
     @cached_property
     def profile(self) -> EngineProfile:
@@ -60,6 +66,9 @@ class Calibration:
         prof = get_engine(self.engine).with_limits(self.limits)
         if self.micro_batch_overlap is not None:
             prof = replace(prof, micro_batch_overlap=self.micro_batch_overlap)
+        if self.graph_max_batch is not None:
+            g = int(self.graph_max_batch)
+            prof = replace(prof, graph_tiers=((float("inf"), g, g),))
         return prof
 
     @property
@@ -81,6 +90,18 @@ class Calibration:
         if self.plan_at == "point":
             return 1.0
         return _derate(gpu.name, self.engine, phase, self.plan_at)
+
+    def serving_factor(self, gpu, phase: str) -> float:
+        """Multiplier on ``phase`` ("prefill" or "decode") times on ``gpu`` for what its
+        vendor's serving stack adds to kernel priors (:mod:`perfmodel.serving_stack`;
+        1 for GPUs priced from measured kernels)."""
+        from perfmodel.serving_stack import Factors, factors_for, priced_from_priors
+
+        if self.serving_override is not None:
+            if not priced_from_priors(gpu):
+                return 1.0
+            return Factors(*self.serving_override).of(phase)
+        return factors_for(gpu, self.engine).of(phase)
 
     def eplb_residual(self, ep):
         """Share of the routing skew's excess that remains at expert parallelism ``ep``."""

@@ -5,11 +5,12 @@ fleet -- small dense models, short outputs -- and disaggregation elsewhere).
 
 Per input length ``s`` (output ``d(s)``, a steady batch holding ``g(s)`` generated tokens
 per sequence, as the decode tables) and configuration ``c``, every batch ``B`` of a
-lattice is one mixed pass of time ``t(B)`` that generates a token for each of the B
-sequences and prefills ``B n / d'`` prompt tokens (``n`` = new prompt tokens, ``d'`` =
-steps per request).  Then
+lattice runs mixed passes (a token for each of the B sequences plus whole waiting prompts,
+within the token budget) and decode-only passes, in the share that keeps B sequences in
+flight (:mod:`perfmodel.aggregated`: ``n`` new prompt tokens, ``d'`` steps per request,
+mean pass ``t``).  Then
 
-    rate = dp B / (d' t),   TPOT = t / yield,   TTFT = ceil(n / chunk) t,
+    rate = dp min(B / d', chunk / n) / t,   TPOT = t / yield,   TTFT = ceil(n / chunk) t_mix,
 
 and the island runs at the batch of highest rate whose KV fits at ``s + g`` and whose
 TTFT and TPOT meet the ceilings.  The configuration is chosen as for the other phases
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.aggregated import mixed_pass
+from perfmodel.aggregated import mixed_pass, pass_outcome
 from perfmodel.calibration import Calibration
 from perfmodel.hardware import GPU
 from perfmodel.island import (
@@ -64,19 +65,13 @@ def _points(gpu: GPU, model: ModelSpec, c: ParallelConfig, shape: WorkloadShape,
     b = BATCHES[:, None]
     comp = mixed_pass(gpu, model, b, s2, d, float(c.tp), float(c.dp), float(c.ep),
                       shape.prefix_hit_rate, calib, held)
-    chunk = comp.pop("_chunk")
-    yld = comp.pop("_yield")
-    t = sum(comp.values())
-    n = np.maximum(s2 * (1.0 - shape.prefix_hit_rate), 1.0)
-    steps = np.maximum(d, 1.0) / yld
-    ttft = np.maximum(np.ceil(n / np.maximum(chunk, 1e-9)), 1.0) * t
-    tpot = t / yld
-    rate = c.dp * b / (steps * t)
+    out = pass_outcome(comp, b, s2, d, c.dp, shape.prefix_hit_rate)
+    ttft, tpot, rate, chunk = out.ttft_s, out.tpot_s, out.rps, out.chunk
     ok = (chunk > 0) & (b <= cap)
     if slo.ttft_ms is not None:
         ok &= ttft * 1e3 <= slo.ttft_ms
-    if slo.tpot_ms is not None:
-        ok &= tpot * 1e3 <= slo.tpot_ms
+    if slo.tpot_ms is not None:  # per request: with the stalls its tail sees
+        ok &= out.tpot_tail_s * 1e3 <= slo.tpot_ms
     score = np.where(ok, rate, -1.0)
     k = np.argmax(score, axis=0)
     cols = np.arange(s.size)

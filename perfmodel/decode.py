@@ -19,10 +19,11 @@ to fill the GPU, then affine (exact at 1k and 16k).  Every layer is then
 ``max(fixed + slope L, floor)``, so the request time of seed 002 §4.2.3,
 sum_{i=1}^{d} step(s + i), stays a closed form (:func:`_sum_max_linear`).
 
-Attention-DP stragglers: the step waits for the slowest of the dp attention groups.
-The engines balance the number of sequences per group (SGLang's DP-attention router,
-TRT-LLM's ``attention_dp_config``), but not their contexts: a group's attention work is
-the sum of its B sequences' contexts, so with contexts of coefficient of variation cv
+Attention-DP stragglers (MoE models): the step waits for the slowest of the dp
+attention groups, which meet at every MoE layer.  The engines balance the number of
+sequences per group (SGLang's DP-attention router, TRT-LLM's ``attention_dp_config``),
+but not their contexts: a group's attention work is the sum of its B sequences'
+contexts, so with contexts of coefficient of variation cv
 the slowest of dp groups carries ``1 + z_dp cv / sqrt(B)`` of the mean, z_dp =
 sqrt(2 ln dp) the expected maximum of dp standard normals (``CONTEXT_CV``).
 
@@ -136,9 +137,13 @@ def _sum_max_linear(u, slope, floor, d):
 CONTEXT_CV = 0.3
 
 
-def straggler_factor(batch, dp, context_cv: float = CONTEXT_CV):
-    """Slowest of ``dp`` attention groups relative to the mean (see the module doc)."""
-    dp = np.asarray(dp, float)
+def straggler_factor(batch, dp, context_cv: float = CONTEXT_CV, moe: bool = True):
+    """Slowest of ``dp`` attention groups relative to the mean (see the module doc).
+
+    Only a MoE model's groups wait for each other (every MoE layer exchanges or gathers
+    their tokens); a dense model's data-parallel groups are independent replicas behind
+    a router, each stepping at its own pace (``moe=False``: no straggler)."""
+    dp = np.asarray(dp, float) if moe else np.ones_like(np.asarray(dp, float))
     z = np.sqrt(2.0 * np.log(np.maximum(dp, 1.0)))
     return 1.0 + z * context_cv / np.sqrt(np.maximum(batch, 1.0))
 
@@ -192,7 +197,8 @@ def decode_components(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Cali
                                    model.head_dim, model.kv_dtype, calib.fp8_attention)
     w = ways[..., None] if context is None else ways
     comp = {
-        "attention": core * w * straggler_factor(bb, dp[..., None] if context is None else dp),
+        "attention": core * w * straggler_factor(bb, dp[..., None] if context is None else dp,
+                                                moe=model.is_moe),
         "attention_projections": layers.attention_projections(ks, model, rows, tp,
                                                               absorbed=True) * ways,
         "elementwise": layers.elementwise(ks, model, rows) * ways,
@@ -295,8 +301,9 @@ def step_model(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Calibration
                      np.broadcast_to(getattr(plain, f.name), shape))
             for f in fields(StepModel))))
     sm = _eager_floor(sm, gpu, batch, tp, calib, k_yield)
-    factor = calib.time_factor(gpu, "decode")
-    return sm if factor == 1.0 else sm._map(lambda a: a * factor)  # --plan-at p10
+    # a priors-priced GPU's serving stack (perfmodel.serving_stack), then --plan-at p10
+    factor = calib.serving_factor(gpu, "decode") * calib.time_factor(gpu, "decode")
+    return sm if factor == 1.0 else sm._map(lambda a: a * factor)
 
 
 def _eager_floor(sm: StepModel, gpu: GPU, batch, tp, calib: Calibration,

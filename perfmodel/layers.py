@@ -10,7 +10,8 @@ engines run:
 
 * GQA / MHA attention: fused QKV projection (KV heads split ``min(tp, kv)`` ways and
   replicated beyond) and the output projection;
-* MLA (DeepSeek): q_a and kv_a down-projections (replicated over tp), q_b, then either
+* MLA (DeepSeek): the q_a and kv_a down-projections as one fused GEMM (replicated over
+  tp), q_b, then either
   the kv_b up-projection (prefill, non-absorbed) or the absorbed per-head products
   W_UK / W_UV (decode), and the output projection;
 * dense MLP and shared experts: fused gate+up and down projections split tp ways;
@@ -47,9 +48,13 @@ def attention_projections(ks: KernelSet, model: ModelSpec, rows, tp, absorbed: b
     heads = model.heads / np.asarray(tp, float)
     if model.is_mla:
         qk = model.qk_nope_dim + model.qk_rope_dim
-        shapes: list[tuple[Any, Any]] = [(model.kv_lora_rank + model.qk_rope_dim, h)]  # kv_a
+        # q_a and kv_a read the same hidden states and are one fused GEMM in all three
+        # engines (SGLang / vLLM ``fused_qkv_a_proj(_with_mqa)``, TRT-LLM's ``fused_a``):
+        # one kernel of q_lora + kv_lora + rope outputs, not two.
+        a_out = model.kv_lora_rank + model.qk_rope_dim + (model.q_lora_rank or 0)
+        shapes: list[tuple[Any, Any]] = [(a_out, h)]  # fused q_a + kv_a
         if model.q_lora_rank:
-            shapes += [(model.q_lora_rank, h), (heads * qk, model.q_lora_rank)]  # q_a, q_b
+            shapes += [(heads * qk, model.q_lora_rank)]  # q_b
         else:
             shapes += [(heads * qk, h)]
         if not absorbed:

@@ -101,6 +101,9 @@ def prefill_components(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: floa
     comp["logits_gather"] = layers.logits_gather(ks, model, prompts, tp, ep,
                                                  gpu.gpus_per_domain) + 0.0 * prompts
     comp["step_gap"] = passes * prof.step_gap_s
+    stack = calib.serving_factor(gpu, "prefill")
+    if stack != 1.0:  # a priors-priced GPU's serving stack (perfmodel.serving_stack)
+        comp["serving_stack"] = (stack - 1.0) * sum(comp.values())
     factor = calib.time_factor(gpu, "prefill")
     if factor != 1.0:  # --plan-at p10: the class's pessimistic error, named
         comp["error_band_derate"] = (factor - 1.0) * sum(comp.values())

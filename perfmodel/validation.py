@@ -72,7 +72,7 @@ import yaml
 from perfmodel import validation_units as units
 from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
-from perfmodel.decode import step_model
+from perfmodel.decode import mtp_yield, step_model
 from perfmodel.errors import InputError
 from perfmodel.hardware import get_gpu
 from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
@@ -134,12 +134,26 @@ class Case:
     num_prompts: int = 0
     slo_ttft_ms: float = 0.0
     slo_tpot_ms: float = 0.0
+    #: the deployment's engine limits where the source states them (0: the engine's
+    #: default): memory fraction (SGLang --mem-fraction-static, vLLM
+    #: --gpu-memory-utilization, TRT-LLM free_gpu_memory_fraction) and the largest
+    #: CUDA-graph batch (SGLang --cuda-graph-max-bs, TRT-LLM cuda_graph_config).
+    mem_fraction: float = 0.0
+    graph_max: int = 0
+    #: (prefill, decode) serving-stack factors to price with instead of the shipped ones
+    #: (perfmodel.serving_stack.fit); None: the shipped factors.
+    serving: tuple[float, float] | None = None
     #: ``batch`` counts sequences per attention group (posed files) rather than per GPU
     #: (validation_cases.yaml, where a tp-wide group holds batch x tp).
     batch_per_group: bool = False
     #: The source names the GPU family only ("NVIDIA H100 GPUs"): the posing's form
     #: factor is an assumption (posed rows whose ``stated`` list lacks ``gpu``).
     gpu_assumed: bool = False
+    #: Independent engine instances the row's ``gpus`` run (MLPerf systems: eight TP1
+    #: Mixtral instances, nine DEP8 DeepSeek instances on 72 GPUs).  ``dp`` counts the
+    #: attention groups of all of them; each instance is its own island of
+    #: ``dp / replicas`` groups, whose MoE layers never exchange tokens with another's.
+    replicas: int = 1
 
     @property
     def dense(self) -> bool:
@@ -149,7 +163,10 @@ class Case:
         return Calibration(engine=self.engine, mtp_acceptance=self.mtp_acceptance,
                            mtp_draft_tokens=self.mtp_draft, eplb=self.eplb,
                            micro_batch_overlap=self.overlap, fp8_attention=self.fp8_attention,
-                           prefill_token_budget=self.budget or None)
+                           prefill_token_budget=self.budget or None,
+                           memory_fraction=self.mem_fraction or None,
+                           graph_max_batch=self.graph_max or None,
+                           serving_override=self.serving)
 
     def spec(self):
         m = get_model(self.model)
@@ -157,6 +174,16 @@ class Case:
                    "bf16": ("bf16", False)}[self.weights]
         return replace(m, weight_dtype=weights[0], weight_block_scaled=weights[1],
                        kv_dtype=self.kv)
+
+    @property
+    def instance_dp(self) -> int:
+        """Attention groups of one instance (``dp / replicas``)."""
+        return self.dp // max(self.replicas, 1)
+
+    @property
+    def instance_gpus(self) -> int:
+        """GPUs of one instance (``gpus / replicas``)."""
+        return self.gpus // max(self.replicas, 1)
 
     def group_batch(self) -> float:
         """Sequences per attention group that ``batch`` poses (module docstring)."""
@@ -232,13 +259,35 @@ def aggregated_batch(case: Case) -> int | None:
     return min(caps) if caps else None
 
 
+def closed_loop_rps(case: Case, pt) -> float:
+    """The request rate of an aggregated point under the row's closed-loop client.
+
+    A client that keeps ``concurrency`` requests in flight counts a request from the
+    moment it is sent, through its prefill, to its last token, so by Little's law it
+    completes ``concurrency / (TTFT + (steps - 1) mean pass)`` requests/s, ``steps`` the
+    decode steps of one request; the operating point's own rate counts only the
+    sequences that are decoding (the engine's running batch).  The smaller of the two
+    holds.  Rows without a client concurrency (offline, max-throughput) keep the
+    point's rate."""
+    if not case.concurrency:
+        return pt.rps
+    _, per_step = mtp_yield(case.calibration(), case.spec())
+    steps = max(float(case.osl) / per_step, 1.0)
+    lifetime = pt.ttft_s + (steps - 1.0) * pt.pass_s
+    return min(pt.rps, case.concurrency / lifetime) if lifetime > 0 else pt.rps
+
+
 def predict(case: Case) -> float:
     """Our figure for a case, in the case's unit (module docstring for each reading).
     Raises :class:`NotPredictable` for a unit the mode has no reading for, or an
     infeasible point."""
     q, _ = units.parse(case.unit)
     gpu, model, calib = get_gpu(case.gpu), case.spec(), case.calibration()
-    tp, dp, ep = _col(case.tp), _col(case.dp), _col(case.ep)
+    if case.replicas < 1 or case.dp % case.replicas or case.gpus % case.replicas:
+        raise NotPredictable(f"posing: replicas {case.replicas} must divide dp {case.dp} "
+                             f"and gpus {case.gpus}")
+    # one instance is modelled; its per-GPU rate is the system's (replicas are alike)
+    tp, dp, ep = _col(case.tp), _col(case.instance_dp), _col(case.ep)
     isl, osl = float(case.isl), float(case.osl)
     per_gpu: float
     if case.mode == "ttft":
@@ -289,7 +338,8 @@ def predict(case: Case) -> float:
     else:
         if q == "static_e2e_latency_s":
             raise _no_path(case)
-        pt = aggregated_point(gpu, model, case.tp, case.dp, case.ep, case.isl, osl, 0.0,
+        pt = aggregated_point(gpu, model, case.tp, case.instance_dp, case.ep, case.isl, osl,
+                              0.0,
                               calib, batch=aggregated_batch(case),
                               ttft_ms=case.slo_ttft_ms or None,
                               tpot_ms=case.slo_tpot_ms or None)
@@ -307,7 +357,7 @@ def predict(case: Case) -> float:
         if q.startswith("ttft"):
             return pt.ttft_s * 1e3
         tokens = {"output_tok_s": osl, "input_tok_s": isl, "total_tok_s": isl + osl}[q]
-        per_gpu = pt.rps * tokens / case.gpus
+        per_gpu = closed_loop_rps(case, pt) * tokens / case.instance_gpus
     return per_gpu * units.scope_gpus(case.unit, case.gpus)
 
 
@@ -330,14 +380,25 @@ def _other_variant(case: Case) -> Case | None:
     return replace(case, gpu=other) if other else None
 
 
+def _no_serving_stack(case: Case) -> Case | None:
+    """``case`` priced without its GPU's fitted serving-stack factors (only GPUs priced
+    from vendor priors carry them: :mod:`perfmodel.serving_stack`)."""
+    from perfmodel.serving_stack import priced_from_priors
+
+    return replace(case, serving=(1.0, 1.0)) if priced_from_priors(get_gpu(case.gpu)) \
+        else None
+
+
 #: Assumptions whose sensitivity every row reports (issue 29): the error with the row's
-#: KV-cache dtype flipped (bf16 <-> fp8), with FP8 attention flipped, and -- where the
-#: source names only the GPU family -- on the family's other form factor (None: not an
-#: assumption of this row).
+#: KV-cache dtype flipped (bf16 <-> fp8), with FP8 attention flipped, where the source
+#: names only the GPU family on the family's other form factor, and -- for a GPU priced
+#: from vendor priors -- without the serving-stack factors fitted on calibration rows
+#: (None: not an assumption of this row).
 FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
     "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention),
-    "gpu_variant": _other_variant}
+    "gpu_variant": _other_variant,
+    "serving_stack": _no_serving_stack}
 
 
 def sensitivity(case: Case) -> dict[str, float]:
@@ -425,6 +486,19 @@ def table() -> list[dict[str, Any]]:
         rows.append(_score(_describe(p, f"posed/{p['file']}", p.get("source_info")), case,
                            reason))
     return rows
+
+
+def cases_by_id() -> dict[str, Case]:
+    """Every row that poses a :class:`Case` (both files), by id."""
+    from perfmodel.validation_split import load_posed
+
+    out = {c.id: c for c in load_cases()[0]}
+    for p in load_posed():
+        try:
+            out[p["id"]] = posed_case(p)
+        except NotPredictable:
+            continue
+    return out
 
 
 def sources() -> dict[str, dict[str, str]]:

@@ -174,7 +174,10 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
              "model is stated in `perfmodel/validation.py`.  **Error, optimism sense**: "
              "positive = the model promises more than was measured -- ours / published - 1 "
              "for rates, published / ours - 1 for every time (TTFT, TPOT, ITL, latency).  "
-             "None of these rows is used to fit anything.", "",
+             "No row sets a kernel: the kernel tables come from the measured database and "
+             "the vendor priors from published kernel figures.  One thing is fitted on "
+             "rows, and on calibration rows only: the serving-stack factors of GPUs priced "
+             "from vendor priors (below).", "",
              f"**Scored rows: {doc['rows']} over {doc['gpus']} GPU types; median |error| "
              f"{_abs(doc['median_abs'])}, worst {_abs(doc['worst_abs'])}; median signed "
              f"error dense {_pct(doc['median_signed_dense'])}, MoE "
@@ -203,12 +206,15 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "attention on <-> off; where the source names only the GPU family, the other "
               "form factor, SXM <-> PCIe) -- how much the row's verdict rests on it (-- where "
               "the flipped posing has no feasible point or the row does not assume it).  "
+              "*Serving stack off*: for a GPU priced from vendor priors, the row's error "
+              "without the fitted serving-stack factors.  "
               "*Disaggregated*: prefill / decode rows whose posing says they come from a "
               "prefill/decode-split deployment (`DISAGGREGATED` in `perfmodel/validation.py`).",
               "",
               "| case | from | GPU | model | mode | engine | unit | published | ours | error "
-              "| set | KV flipped | FP8 attention flipped | GPU variant flipped |",
-              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|"]
+              "| set | KV flipped | FP8 attention flipped | GPU variant flipped "
+              "| serving stack off |",
+              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in rows:
         if r["scored"]:
             mode = r["mode"] + (" (disaggregated)" if r["deployment"] == "disaggregated"
@@ -221,15 +227,16 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               f"{val.SCORED_FROM} ran engine releases whose kernels the database does not "
               "hold; their figures are shown for reference):", "",
               "| case | from | GPU | model | mode | unit | published | ours | error | set "
-              "| KV flipped | FP8 attention flipped | GPU variant flipped | reason |",
-              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|"]
+              "| KV flipped | FP8 attention flipped | GPU variant flipped | serving stack off | "
+              "reason |",
+              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in rows:
         if not r["scored"]:
             lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | "
                          f"{r['mode']} | {r['unit']} | {val.fmt_value(r['published'])} | "
                          f"{val.fmt_value(r['ours'])} | {_err(r['error'])} | {_set(r)} | "
                          f"{_flips(r)} | {r['reason']} |")
-    lines += [""] + band_lines(rows) + ["", "Sources:", ""]
+    lines += [""] + serving_lines() + [""] + band_lines(rows) + ["", "Sources:", ""]
     for key, src in val.sources().items():
         lines.append(f"- {key}: {src['title']} ({src['date']}), {src['url']}")
     return lines + [""]
@@ -290,6 +297,33 @@ def breadth_lines(doc: dict) -> list[str]:
             one("scored", c["scored"]), "",
             f"Posed rows scored: {c['posed_scored']} of {c['posed']['rows']}.  Not scored, "
             f"by reason: {reasons}."]
+
+
+def serving_lines() -> list[str]:
+    """The serving-stack factors (perfmodel.serving_stack) and what their fit did."""
+    from perfmodel import serving_stack as st
+
+    doc = st.shipped()
+    lines = ["### Serving-stack factors (fitted on calibration rows)", "",
+             "`perfmodel/serving_stack.py`, shipped as `perfmodel/data/serving_stack.yaml` "
+             "by `scripts/fit_serving_stack.py`: a GPU priced from its vendor's kernel "
+             "priors (AMD) has its priced prefill work and decode work multiplied by two "
+             "factors per engine, fitted by least squares on log errors over the "
+             f"calibration rows of that vendor and engine dated from {doc.get('fit_from')} "
+             "on (held-out rows never: `tests/perfmodel/test_serving_stack.py` checks it, "
+             "and that the shipped factors are the fit of today's rows).  Why: AMD's "
+             "kernels check out against AMD's own per-kernel timings, but its serving "
+             "stack is slower than their sum (InferenceX: an 8k-token DeepSeek-R1 prompt "
+             "takes 1.44 s to its first token on 8 x MI300X where the priced prefill takes "
+             "0.25 s).  The *serving stack off* column shows every AMD row without them.",
+             "", "| vendor | engine | prefill x | decode x | calibration rows | median "
+             "\\|error\\| before | after |", "|---|---|---:|---:|---:|---:|---:|"]
+    for vendor, engines in (doc.get("factors") or {}).items():
+        for engine, e in engines.items():
+            lines.append(f"| {vendor} | {engine} | {e['prefill']:.3f} | {e['decode']:.3f} "
+                         f"| {e['rows']} | {_abs(e['median_abs_before'])} | "
+                         f"{_abs(e['median_abs_after'])} |")
+    return lines
 
 
 def band_lines(rows: list[dict]) -> list[str]:

@@ -59,6 +59,18 @@ _COMM_OPS = ("allreduce", "alltoall")
 #: * MLA: vLLM has no kernel-only MLA tables, and SGLang's FP8-KV rows run a
 #:   dequantising FlashAttention path 4x slower than its bf16 one, where SGLang deploys
 #:   FlashMLA for DeepSeek; TRT-LLM's rows are its FlashMLA-class kernels.
+#: Architectures on which every engine runs the same MoE kernel families: on Blackwell,
+#: TRT-LLM's trtllm-gen fused-MoE kernels (its ``TRTLLM`` MoE backend) are FlashInfer's
+#: ``trtllm_*_moe``, which SGLang (``--moe-runner-backend flashinfer_trtllm``) and vLLM
+#: (``VLLM_USE_FLASHINFER_MOE_FP8/FP4``) run, beside DeepGEMM and CUTLASS in all three.
+#: The database times each family under the engine that collected it (B200, DeepSeek
+#: experts split 8 ways, FP8 block-scaled, 4 tokens: TRT-LLM's rows are DeepGEMM only,
+#: 135 us; SGLang's trtllm-gen rows 42 us), so there a MoE layer takes the fastest
+#: engine's table for the shape -- what InferenceX's B200 launch scripts deploy
+#: (TRT-LLM ``moe_config.backend: TRTLLM``, SGLang ``flashinfer_trtllm``).  Elsewhere
+#: TRT-LLM keeps its own (CUTLASS / DeepGEMM) kernels, and SGLang and vLLM the faster of
+#: theirs and TRT-LLM's (below).
+MOE_SHARED_ARCHS = ("blackwell", "blackwell-ultra")
 _PREFERRED_ENGINE = {"moe": "trtllm", "moe_imbalance": "trtllm", "mla_decode": "trtllm",
                      "mla_context": "trtllm"}
 #: Ops that describe routing rather than a GPU's kernels: a vendor priced from priors
@@ -226,18 +238,29 @@ class KernelSet:
         return self.gemm(m, n, k, kind).sum(axis=0)
 
     def moe(self, tokens, hidden, inter, topk, experts, ep, kind: str):
+        """One MoE layer on one GPU: the preferred (TRT-LLM) table, or the fastest of the
+        tables of the engines that ship the kernel families (:data:`MOE_SHARED_ARCHS`)."""
         table = kind if ops.native(self.gpu, kind) and self.model(f"moe:{kind}") else "bf16"
         key = f"moe:{table}"
-        t = timing.moe_time(self._need(key), tokens, hidden, inter, topk, experts, ep, kind,
-                            self.peak(table), self.bandwidth, sms=self.gpu.sms)
-        if self.engine == _PREFERRED_ENGINE["moe"]:
-            return t
-        own, _, engine = self.resolve(key, own=True)
-        if own is None or engine != self.engine:
-            return t
-        return np.minimum(t, timing.moe_time(own, tokens, hidden, inter, topk, experts, ep,
-                                             kind, self.peak(table), self.bandwidth,
-                                             sms=self.gpu.sms))
+        model, system, _ = self.resolve(key)
+        if model is None:
+            raise LookupError(f"no measured kernel table for {key} on any system")
+        candidates = [model]
+        if system != PRIOR:
+            if self.gpu.arch in MOE_SHARED_ARCHS:
+                candidates += [self._lookup(system, e, key) for e in ENGINES]
+            elif self.engine != _PREFERRED_ENGINE["moe"]:
+                own, _, engine = self.resolve(key, own=True)
+                if own is not None and engine == self.engine:
+                    candidates.append(own)
+        t = None
+        for m in candidates:
+            if m is None:
+                continue
+            tm = timing.moe_time(m, tokens, hidden, inter, topk, experts, ep, kind,
+                                 self.peak(table), self.bandwidth, sms=self.gpu.sms)
+            t = tm if t is None else np.minimum(t, tm)
+        return t
 
     def moe_imbalance(self, tokens_per_expert, ep):
         return timing.imbalance(self.model("moe_imbalance"), tokens_per_expert, ep)

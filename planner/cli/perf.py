@@ -143,6 +143,9 @@ def _breakdowns(gpu, spec, calib, rows, table, s: int, d: float, hit_rate: float
                  "per_layer_seconds": _seconds(comp), "per_step_seconds": _seconds(once),
                  "step_seconds": float(np.ravel(sm.step_time(s + 0.5 * d))[0]) * k_yield,
                  "tokens_per_step": k_yield,
+                 # a priors-priced GPU's fitted serving stack (perfmodel.serving_stack):
+                 # step_seconds includes it, the per-op seconds do not
+                 "serving_stack_factor": calib.serving_factor(gpu, "decode"),
                  "collectives": decode_collectives(gpu, spec, cfg.tp, cfg.dp, cfg.ep, calib,
                                                    float(dec.batch[s]))}
         if skew is not None:

@@ -86,22 +86,29 @@ def role_flows(ev: LayoutEvaluator, result: InnerResult, demand: bool = True
     role ("prefill", "decode", "both").
 
     ``demand``: the flow the workload sends.  Range j brings ``C P_j``; the router splits
-    it over the range's prefill and colocated islands in proportion to the capacity each
-    gives it, and what the prefill islands take continues over the decode islands, again
-    by capacity.  Otherwise the capacity itself (``x_ij b_ij``), which exceeds the flow
-    where a role has slack."""
+    it between the range's two paths -- prefill then decode islands, whose capacity is
+    the smaller of the two phases' (what one prefills another must decode), and the
+    colocated islands -- in proportion to each path's capacity, then over the islands of
+    each phase by their capacity.  (Splitting by prefill capacity alone sent more to a
+    prefill island than the decode islands behind it could take when the inner solution
+    had colocated capacity cover the decode phase.)  Otherwise the capacity itself
+    (``x_ij b_ij``), which exceeds the flow where a role has slack."""
     cap = {role: _capacity(ev, result, role) for role in ("prefill", "decode", "both")}
     if not demand:
         return cap
     flow = float(result.R_sustained) * _range_mass(ev)
-    front = cap["prefill"].sum(axis=0) + cap["both"].sum(axis=0)
-    share = np.divide(flow, front, out=np.zeros_like(front), where=front > 0)
-    out = {"prefill": cap["prefill"] * share, "both": cap["both"] * share}
-    to_decode = out["prefill"].sum(axis=0)
-    back = cap["decode"].sum(axis=0)
-    out["decode"] = cap["decode"] * np.divide(to_decode, back, out=np.zeros_like(back),
-                                              where=back > 0)
-    return out
+    pre, dec, both = (cap[r].sum(axis=0) for r in ("prefill", "decode", "both"))
+    path = np.minimum(pre, dec)
+    front = path + both
+    to_path = np.divide(flow * path, front, out=np.zeros_like(front), where=front > 0)
+    to_both = np.divide(flow * both, front, out=np.zeros_like(front), where=front > 0)
+
+    def spread_over(c: np.ndarray, total: np.ndarray, amount: np.ndarray) -> np.ndarray:
+        return c * np.divide(amount, total, out=np.zeros_like(total), where=total > 0)
+
+    return {"prefill": spread_over(cap["prefill"], pre, to_path),
+            "decode": spread_over(cap["decode"], dec, to_path),
+            "both": spread_over(cap["both"], both, to_both)}
 
 
 def range_flows(ev: LayoutEvaluator, result: InnerResult, phase: str,
@@ -190,28 +197,24 @@ def _flow_mean(flow: np.ndarray, values: np.ndarray) -> float:
     return float((flow * values).sum() / total) if total > 0 else float("nan")
 
 
-def colocated_token_budget(table: PhaseTable, cap: np.ndarray, hit: float) -> int:
+def colocated_token_budget(table: PhaseTable, cap: np.ndarray, engine_budget: int) -> int:
     """Tokens per iteration of a colocated island: its chunked-prefill budget (vLLM's
     ``max_num_batched_tokens``, SGLang's ``--chunked-prefill-size``).
 
-    The perf model's colocated pass (perfmodel.colocated) at length s runs B(s)
-    decoding sequences and a prompt chunk c(s) in time t(s) within the TPOT ceiling,
-    and a prompt of n(s) new tokens takes ``TTFT = ceil(n / c) t``; so ``n t / TTFT``
-    (<= c) tokens of prompt ride in each pass.  The budget is the largest ``B + n t /
-    TTFT`` over the lengths the island serves: every pass the perf model prices fits
-    in it, and -- as Sarathi-Serve sets its budget from the TPOT target -- no iteration
-    carries so much prompt that it stalls the running decodes past the ceiling (with
-    an engine default of 8,192 tokens one 6 k-token prompt did, in simulation, for a
-    fifth of a Llama-70B code island's short answers).  0 when nothing is served."""
-    ttft = np.asarray(table.ttft_ms, float)
-    tpot = np.asarray(table.latency_ms, float)
+    The perf model's colocated passes (perfmodel.aggregated) are the engine's: a mixed
+    pass carries the running decodes and whole waiting prompts within the engine's token
+    budget, and the stalls such a pass puts on the running decodes are priced where the
+    TPOT ceiling is checked -- per request, with the mixed passes its tail sees
+    (``aggregated.TPOT_TAIL_QUANTILE``).  So the island runs with the budget it was
+    priced at, the engine's (``engine_budget``).  (Before issue 29 the perf model spread
+    prompt tokens thinly over every pass and the budget was the largest pass it priced;
+    a budget below a chunk the simulator then ran cost more per pass than the TPOT
+    ceiling on weak-compute GPUs.)  0 when nothing is served."""
     batch = np.asarray(table.batch, float)
-    n = np.maximum(np.arange(len(batch)) * (1.0 - hit), 1.0)
-    ok = (cap > 0) & (ttft > 0) & np.isfinite(ttft) & np.isfinite(tpot) & (batch > 0)
+    ok = (cap > 0) & (batch > 0)
     if not ok.any():
         return 0
-    tokens = batch[ok] + n[ok] * tpot[ok] / ttft[ok]
-    return int(np.ceil(float(tokens.max())))
+    return int(engine_budget)
 
 
 def operating_point(ev: LayoutEvaluator, result: InnerResult) -> OperatingPoint:
@@ -263,7 +266,8 @@ def operating_point(ev: LayoutEvaluator, result: InnerResult) -> OperatingPoint:
             ttft = _flow_mean(served, np.asarray(table.ttft_ms, float))
             ttft_v.append(np.asarray(table.ttft_ms, float))
             ttft_w.append(served)
-            budget = colocated_token_budget(table, cap, hit)
+            budget = colocated_token_budget(table, cap,
+                                            ev.context.calib.profile.prefill_token_budget)
         points.append(IslandPoint(i, isl.role, total, max(batch, 1 if total else 0),
                                   ttft, _flow_mean(served, lat), budget))
         tpot_v.append(lat)

@@ -199,22 +199,27 @@ def split_targets(req: FleetRequest, *, seed: int = 0, router: str = "range",
                   models: Sequence[ServiceModel] | None = None) -> list[Outcome]:
     """Every service alone for its target, re-planned while one falls short."""
     models = models or _models_for(req)
-    return _target_rounds(req, lambda asked: alone(req, models, asked), models, seed, router,
-                          None, "best split")
+    return _target_rounds(req, lambda asked, fix: alone(req, models, asked, correction=fix),
+                          models, seed, router, None, "best split")
 
 
 def _target_rounds(req: FleetRequest,
-                   solve: Callable[[dict[str, float]], FleetSolution | None],
+                   solve: Callable[[dict[str, float], dict[str, Correction] | None],
+                                   FleetSolution | None],
                    models: Sequence[ServiceModel], seed: int, router: str,
                    say: Say | None, label: str) -> list[Outcome]:
     """Targets: plan for the asked rates, close, raise the asked rate of every service
-    that falls short by its shortfall, until every target holds on every seed (the last
+    that falls short by its shortfall -- and re-plan on tables corrected by what every
+    round so far measured (:func:`planner.services.outcome.corrections`: an island kind
+    that missed the SLO in simulation is charged for it, so the next solve does not pick
+    it again for the same price) -- until every target holds on every seed (the last
     outcome's rate is then the largest target) or the rounds run out."""
     targets = {s.name: float(s.target_rps or 0.0) for s in req.fleet.services}
     asked = dict(targets)
     outs: list[Outcome] = []
+    fix: dict[str, Correction] | None = None
     for r in range(TARGET_ROUNDS):
-        sol = solve(dict(asked))
+        sol = solve(dict(asked), fix)
         if sol is None:
             break
         out = close_solution(req, models, sol, f"{label}, round {r + 1}", seed=seed,
@@ -228,6 +233,7 @@ def _target_rounds(req: FleetRequest,
         for n in out.short:
             grow = targets[n] / heads[n] * 1.02 if heads[n] > 0 else GROWTH
             asked[n] *= min(max(grow, 1.02), GROWTH)
+        fix = corrections(outs)
     return outs
 
 
@@ -303,8 +309,9 @@ def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int 
             pending = runner.submit(split_targets, req, seed=seed, router=router,
                                     models=serial) if split else (lambda: [])
             joint_outs = _target_rounds(
-                req, lambda asked: joint_solution(req, models, asked=asked), models, seed,
-                router, speak, "joint")
+                req, lambda asked, fix: joint_solution(req, models, asked=asked,
+                                                       correction=fix),
+                models, seed, router, speak, "joint")
             split_outs: list[Outcome] = pending()
         else:
             joint_outs, split_outs = [], []

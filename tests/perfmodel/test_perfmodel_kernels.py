@@ -212,3 +212,47 @@ def test_calibration_script_without_the_database_names_the_extra(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "[calibrate]" in out.stderr
+
+
+def test_blackwell_engines_share_their_moe_kernels():
+    """On Blackwell a MoE layer runs the fastest measured kernel family whichever
+    engine's table holds it (library.MOE_SHARED_ARCHS): TRT-LLM's FP8 block-scaled rows
+    are DeepGEMM only, where SGLang's trtllm-gen rows are 3x faster at decode sizes;
+    on Hopper TRT-LLM keeps its own CUTLASS kernels."""
+    b200 = get_gpu("B200")
+    tp8 = (np.array([4.0]), 7168.0, 2048.0 / 8, 8, 256, 1.0, "fp8_block")
+    times = {e: float(kernels_for(b200, e).moe(*tp8)[0]) for e in ("trtllm", "sglang", "vllm")}
+    assert len({round(t, 12) for t in times.values()}) == 1
+    ks = kernels_for(b200, "trtllm")
+    model, system, _ = ks.resolve("moe:fp8_block")
+    from perfmodel.kernels import timing
+    own = float(timing.moe_time(model, *tp8[:6], "fp8_block", ks.peak("fp8_block"),
+                                ks.bandwidth, sms=b200.sms)[0])
+    assert times["trtllm"] < 0.6 * own
+    h200 = get_gpu("H200")
+    trt = kernels_for(h200, "trtllm")
+    m, _, _ = trt.resolve("moe:fp8_block")
+    own_h = float(timing.moe_time(m, *tp8[:6], "fp8_block", trt.peak("fp8_block"),
+                                  trt.bandwidth, sms=h200.sms)[0])
+    assert float(trt.moe(*tp8)[0]) == pytest.approx(own_h)
+
+
+def test_mla_fuses_the_q_a_and_kv_a_projections():
+    """All three engines run q_a and kv_a as one GEMM over the hidden states."""
+    from perfmodel import layers
+    from perfmodel.models import get_model
+
+    m = get_model("deepseek-r1").with_dtypes("fp8", "fp8")
+    ks = kernels_for(get_gpu("H200"), "trtllm")
+    rows = np.array([[16.0]])
+    got = float(np.ravel(layers.attention_projections(ks, m, rows, np.array([[8.0]]),
+                                                      absorbed=True))[0])
+    heads = m.heads / 8
+    fused = [(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_dim, m.hidden),
+             (heads * (m.qk_nope_dim + m.qk_rope_dim), m.q_lora_rank),
+             (m.hidden, heads * m.v_head_dim)]
+    want = float(np.ravel(ks.gemm_sum(rows, fused, m.gemm_kind)
+                          + ks.gemm_sum(rows, [(heads * m.kv_lora_rank, m.qk_nope_dim),
+                                               (heads * m.v_head_dim, m.kv_lora_rank)],
+                                        "bf16"))[0])
+    assert got == pytest.approx(want)

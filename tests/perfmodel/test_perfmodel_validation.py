@@ -70,7 +70,8 @@ def test_micro_batch_overlap_is_used_only_where_it_is_faster():
 def test_aggregated_point_is_consistent():
     gpu, m = get_gpu("H100-SXM"), get_model("llama-3.1-70b").with_dtypes("fp8", "fp8")
     pt = aggregated_point(gpu, m, 2, 1, 1, 1000, 1000.0, 0.0, Calibration())
-    assert pt.feasible and pt.tpot_s == pytest.approx(pt.pass_s)
+    # TPOT is a request's own steps: the mean pass less its own prompt's share
+    assert pt.feasible and pt.tpot_s <= pt.pass_s and pt.tpot_s > 0.95 * pt.pass_s
     assert pt.rps == pytest.approx(pt.batch / (1000.0 * pt.pass_s))
     assert pt.ttft_s >= pt.pass_s
     capped = aggregated_point(gpu, m, 2, 1, 1, 1000, 1000.0, 0.0, Calibration(),

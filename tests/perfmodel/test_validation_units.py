@@ -39,11 +39,13 @@ def test_concurrency_bounds_the_aggregated_batch_per_attention_group():
     gpu, m, cal = parts(c)
     pt = aggregated_point(gpu, m, 1, 2, 1, 2000, 500.0, 0.0, cal, batch=8)  # 16 over dp 2
     assert pt.batch == 8
-    assert val.predict(c) == pytest.approx(pt.rps * 500.0)  # the whole instance
+    rps = val.closed_loop_rps(c, pt)  # the client's 16 in flight include those prefilling
+    assert rps <= pt.rps
+    assert val.predict(c) == pytest.approx(rps * 500.0)  # the whole instance
     assert val.predict(replace(c, unit="output_tok_s_per_gpu")) == pytest.approx(
-        pt.rps * 500.0 / 2)
+        rps * 500.0 / 2)
     assert val.predict(replace(c, unit="total_tok_s_per_gpu")) == pytest.approx(
-        pt.rps * 2500.0 / 2)
+        rps * 2500.0 / 2)
     assert val.predict(replace(c, unit="tpot_ms")) == pytest.approx(pt.tpot_s * 1e3)
     assert val.predict(replace(c, unit="itl_ms")) == pytest.approx(pt.tpot_s * 1e3)
     assert val.predict(replace(c, unit="ttft_mean_ms")) == pytest.approx(pt.ttft_s * 1e3)

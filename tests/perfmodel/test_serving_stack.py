@@ -1,0 +1,81 @@
+"""Serving-stack factors of GPUs priced from vendor priors (perfmodel.serving_stack)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel import serving_stack as st
+from perfmodel import validation as val
+from perfmodel.aggregated import aggregated_point
+from perfmodel.calibration import Calibration
+from perfmodel.hardware import get_gpu
+from perfmodel.models import get_model
+from perfmodel.validation_split import held_out
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("fit_serving_stack",
+                                                  ROOT / "scripts" / "fit_serving_stack.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_fit_read_calibration_rows_of_current_stacks_only():
+    rows = {r["case"]: r for r in val.table()}
+    entries = st.shipped()["factors"]
+    assert entries, "no factors shipped"
+    for vendor, engines in entries.items():
+        for engine, e in engines.items():
+            assert e["fitted_on"] and len(e["fitted_on"]) == e["rows"]
+            for cid in e["fitted_on"]:
+                r = rows[cid]
+                assert not held_out(cid) and not r["held_out"]
+                assert (r["vendor"], r["engine"]) == (vendor, engine)
+                assert str(r["date"]) >= st.FIT_FROM and r["scored"]
+            assert e["median_abs_after"] <= e["median_abs_before"]
+
+
+def test_the_shipped_factors_are_the_fit_of_todays_rows():
+    """Re-running the fit reproduces the shipped file (scripts/fit_serving_stack.py)."""
+    assert _script().main(["--check"]) == 0
+
+
+def test_factors_apply_only_to_gpus_priced_from_priors():
+    f = st.shipped()["factors"]["amd"]["sglang"]
+    mi300 = get_gpu("MI300X")
+    assert st.priced_from_priors(mi300) and not st.priced_from_priors(get_gpu("H200"))
+    assert Calibration(engine="sglang").serving_factor(mi300, "prefill") == f["prefill"]
+    assert Calibration(engine="sglang").serving_factor(mi300, "decode") == f["decode"]
+    assert Calibration(engine="sglang").serving_factor(get_gpu("H200"), "decode") == 1.0
+    over = Calibration(engine="sglang", serving_override=(2.0, 3.0))
+    assert over.serving_factor(mi300, "prefill") == 2.0
+    assert over.serving_factor(mi300, "decode") == 3.0
+    assert over.serving_factor(get_gpu("B200"), "decode") == 1.0
+
+
+def test_the_factors_are_named_in_the_breakdown_and_scale_their_phase():
+    from dataclasses import replace
+
+    m = replace(get_model("deepseek-r1"), weight_dtype="fp8", weight_block_scaled=True,
+                kv_dtype="fp8")
+    g = get_gpu("MI300X")
+    plain = Calibration(engine="sglang", serving_override=(1.0, 1.0))
+    slow = Calibration(engine="sglang", serving_override=(1.0, 2.0))
+    a = aggregated_point(g, m, 8, 1, 1, 1000, 1000.0, 0.0, plain, batch=16)
+    b = aggregated_point(g, m, 8, 1, 1, 1000, 1000.0, 0.0, slow, batch=16)
+    assert "serving_stack" not in a.breakdown and b.breakdown["serving_stack"] > 0
+    # the decode work doubles: the mean pass is nearly 2x (its prefill share is small)
+    assert b.pass_s == pytest.approx(2.0 * a.pass_s, rel=0.05)
+    assert b.pass_s == pytest.approx(sum(b.breakdown.values()), rel=1e-9)
+    pre = Calibration(engine="sglang", serving_override=(3.0, 1.0))
+    c = aggregated_point(g, m, 8, 1, 1, 1000, 1000.0, 0.0, pre, batch=16)
+    # the prompt increment of a mixed pass triples: TTFT more than doubles
+    assert c.ttft_s > 2.0 * a.ttft_s and c.pass_s < 1.1 * a.pass_s
+    assert np.isfinite(c.rps) and c.rps < a.rps
