@@ -52,7 +52,7 @@ _UPPER = {"fp16_tflops": 1e6, "fp8_tflops": 2e6, "fp4_tflops": 4e6, "hbm_gb": 3e
 
 #: Architecture families the kernel-transfer rule knows (perfmodel.kernels.transfer).
 ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell", "blackwell-ultra",
-                 "blackwell-workstation", "rubin", "cdna3", "xe2")
+                 "blackwell-workstation", "rubin", "cdna3", "cdna4", "xe2")
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,16 @@ sum: on 8 x MI300X under SGLang (InferenceX, 2026) an 8k-token DeepSeek-R1 promp
 decode steps are priced within 10 %.  What the stack adds is not in any kernel table, so
 it is measured where it shows: in serving rows.
 
-Two factors per vendor and engine multiply the priced times of a GPU priced from priors:
+Two factors per vendor, architecture and engine multiply the priced times of a GPU
+priced from priors (per architecture: CDNA 3 and CDNA 4 run different kernel builds --
+AITER's gfx942 and gfx950 code objects -- and their calibration rows disagree in sign,
+MI300X/MI325X optimistic by half, MI355X pessimistic by a quarter, so one pair cannot
+describe both):
 ``prefill`` its prefill work (prefill passes, and the prompt tokens' increment of a mixed
 pass) and ``decode`` its decode work (decode steps, and the decode rows of a mixed pass).
 They are fitted by least squares on ``log(ours / published)`` over the **calibration**
-rows of that vendor and engine (never a held-out row: :mod:`perfmodel.validation_split`)
+rows of that vendor, architecture and engine (never a held-out row:
+:mod:`perfmodel.validation_split`)
 whose sources date from :data:`FIT_FROM` on -- the software stacks a buyer deploys today;
 older stacks stay in the validation and show what the fit does not cover.  The rule was
 fixed before the fit was first run; ``scripts/fit_serving_stack.py`` runs it and writes
@@ -91,7 +96,8 @@ def _factors_for(gpu: GPU, engine: str) -> Factors:
 
     if not priced_from_priors(gpu):
         return NONE
-    entry = (shipped().get("factors") or {}).get(gpu_vendor(gpu), {}).get(engine)
+    by_arch = (shipped().get("factors") or {}).get(gpu_vendor(gpu), {})
+    entry = (by_arch.get(gpu.arch) or {}).get(engine)
     if not entry:
         return NONE
     return Factors(float(entry["prefill"]), float(entry["decode"]))
@@ -103,12 +109,17 @@ def factors_for(gpu: GPU, engine: str) -> Factors:
 
 
 # ----------------------------------------------------------------------------- the fit
-def fit_rows(rows: Iterable[dict[str, Any]], vendor: str, engine: str) -> list[str]:
-    """Ids of the rows the fit of (``vendor``, ``engine``) reads: scored calibration rows
-    of that vendor and engine dated from :data:`FIT_FROM` on (module docstring)."""
+def fit_rows(rows: Iterable[dict[str, Any]], vendor: str, arch: str, engine: str
+             ) -> list[str]:
+    """Ids of the rows the fit of (``vendor``, ``arch``, ``engine``) reads: scored
+    calibration rows of that vendor, GPU architecture and engine dated from
+    :data:`FIT_FROM` on (module docstring)."""
+    from perfmodel.hardware import get_gpu
+
     return [r["case"] for r in rows
             if r["scored"] and not r["held_out"] and r["vendor"] == vendor
-            and r["engine"] == engine and str(r["date"]) >= FIT_FROM]
+            and get_gpu(r["gpu"]).arch == arch and r["engine"] == engine
+            and str(r["date"]) >= FIT_FROM]
 
 
 def fit(cases: list, published: list[float], predict: Callable[[Any], float],

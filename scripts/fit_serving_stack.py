@@ -22,8 +22,9 @@ from perfmodel import serving_stack as st  # noqa: E402
 from perfmodel import validation as val  # noqa: E402
 from perfmodel.validation_split import held_out  # noqa: E402
 
-#: (vendor, engine) pairs priced from priors whose factors are fitted.
-TARGETS = (("amd", "sglang"), ("amd", "vllm"))
+#: (vendor, architecture, engine) priced from priors whose factors are fitted.
+TARGETS = (("amd", "cdna3", "sglang"), ("amd", "cdna3", "vllm"), ("amd", "cdna4", "sglang"),
+           ("amd", "cdna4", "vllm"))
 
 HEADER = """\
 # Serving-stack factors of GPUs priced from their vendor's kernel priors (issue 29):
@@ -38,12 +39,14 @@ def compute() -> dict:
     by_id = val.cases_by_id()
     published = {r["case"]: r["published"] for r in rows}
     out: dict = {"fit_from": st.FIT_FROM, "factors": {}}
-    for vendor, engine in TARGETS:
-        ids = st.fit_rows(rows, vendor, engine)
+    for vendor, arch, engine in TARGETS:
+        ids = st.fit_rows(rows, vendor, arch, engine)
+        if not ids:
+            continue  # no calibration row of the stack: no factor (1, 1)
         assert not any(held_out(i) for i in ids), "a held-out row entered the fit"
         cases = [by_id[i] for i in ids]
         f, stats = st.fit(cases, [published[i] for i in ids], val.predict, val.error)
-        out["factors"].setdefault(vendor, {})[engine] = {
+        out["factors"].setdefault(vendor, {}).setdefault(arch, {})[engine] = {
             "prefill": f.prefill, "decode": f.decode, "rows": len(ids),
             "median_abs_before": round(stats["median_abs_before"], 4),
             "median_abs_after": round(stats["median_abs_after"], 4),
@@ -52,17 +55,23 @@ def compute() -> dict:
     return out
 
 
+def _entries(doc: dict):
+    for vendor, archs in doc["factors"].items():
+        for arch, engines in archs.items():
+            for engine, e in engines.items():
+                yield vendor, arch, engine, e
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args(argv)
     doc = compute()
     path = ROOT / "perfmodel" / st.FACTORS_FILE
-    for vendor, engines in doc["factors"].items():
-        for engine, e in engines.items():
-            print(f"{vendor} {engine}: prefill x{e['prefill']}, decode x{e['decode']} on "
-                  f"{e['rows']} calibration rows; median |error| "
-                  f"{e['median_abs_before'] * 100:.1f} % -> {e['median_abs_after'] * 100:.1f} %")
+    for vendor, arch, engine, e in _entries(doc):
+        print(f"{vendor} {arch} {engine}: prefill x{e['prefill']}, decode x{e['decode']} on "
+              f"{e['rows']} calibration rows; median |error| "
+              f"{e['median_abs_before'] * 100:.1f} % -> {e['median_abs_after'] * 100:.1f} %")
     if a.check:
         shipped = yaml.safe_load(path.read_text()) if path.exists() else {}
         same = shipped.get("factors") == doc["factors"]

@@ -308,7 +308,7 @@ def serving_lines() -> list[str]:
              "`perfmodel/serving_stack.py`, shipped as `perfmodel/data/serving_stack.yaml` "
              "by `scripts/fit_serving_stack.py`: a GPU priced from its vendor's kernel "
              "priors (AMD) has its priced prefill work and decode work multiplied by two "
-             "factors per engine, fitted by least squares on log errors over the "
+             "factors per architecture and engine, fitted by least squares on log errors over the "
              f"calibration rows of that vendor and engine dated from {doc.get('fit_from')} "
              "on (held-out rows never: `tests/perfmodel/test_serving_stack.py` checks it, "
              "and that the shipped factors are the fit of today's rows).  Why: AMD's "
@@ -316,13 +316,16 @@ def serving_lines() -> list[str]:
              "stack is slower than their sum (InferenceX: an 8k-token DeepSeek-R1 prompt "
              "takes 1.44 s to its first token on 8 x MI300X where the priced prefill takes "
              "0.25 s).  The *serving stack off* column shows every AMD row without them.",
-             "", "| vendor | engine | prefill x | decode x | calibration rows | median "
-             "\\|error\\| before | after |", "|---|---|---:|---:|---:|---:|---:|"]
-    for vendor, engines in (doc.get("factors") or {}).items():
-        for engine, e in engines.items():
-            lines.append(f"| {vendor} | {engine} | {e['prefill']:.3f} | {e['decode']:.3f} "
-                         f"| {e['rows']} | {_abs(e['median_abs_before'])} | "
-                         f"{_abs(e['median_abs_after'])} |")
+             "", "| vendor | architecture | engine | prefill x | decode x | calibration rows "
+             "| median "
+             "\\|error\\| before | after |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    for vendor, archs in (doc.get("factors") or {}).items():
+        for arch, engines in archs.items():
+            for engine, e in engines.items():
+                lines.append(f"| {vendor} | {arch} | {engine} | {e['prefill']:.3f} | "
+                             f"{e['decode']:.3f} | {e['rows']} | "
+                             f"{_abs(e['median_abs_before'])} | "
+                             f"{_abs(e['median_abs_after'])} |")
     return lines
 
 

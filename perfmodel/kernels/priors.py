@@ -306,8 +306,13 @@ def _tables(vendor: str, gpu: GPU) -> PriorTables | None:
     kchunk = int(doc["gemm_min_k_chunk"])
     models: dict[str, Any] = {}
     geff = p["gemm_eff"]
-    for kind, eff in (("bf16", geff["bf16"]), ("fp8", geff["fp8"]),
-                      ("fp8_block", geff["fp8"])):
+    kinds = [("bf16", geff["bf16"]), ("fp8", geff["fp8"]), ("fp8_block", geff["fp8"])]
+    if gpu.fp4_tflops > 0:
+        # MXFP4 (CDNA 4): no published FP4 MAF -- the FP8 MAF efficiency on the FP4 peak
+        # (the same matrix cores at twice the rate per clock; an assumption, in
+        # docs/perfmodel.md "AMD kernel priors")
+        kinds.append(("fp4", geff["fp8"]))
+    for kind, eff in kinds:
         models[f"gemm:{kind}"] = GemmPrior(floor, eff, hbm, units, rows, cols, kchunk)
         models[f"moe:{kind}"] = MoEPrior(floor * int(inp["moe"]["kernels"]), eff, hbm, units,
                                          int(inp["moe"]["block_m"]))

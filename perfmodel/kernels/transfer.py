@@ -49,7 +49,7 @@ from perfmodel.launch import gpu_vendor
 _GENERATION = {"ampere": "ampere", "ada": "ada", "hopper": "hopper",
                "blackwell": "blackwell", "blackwell-ultra": "blackwell",
                "blackwell-workstation": "blackwell", "rubin": "blackwell",
-               "cdna3": "cdna3", "xe2": "xe2"}
+               "cdna3": "cdna3", "cdna4": "cdna4", "xe2": "xe2"}
 
 
 def system_gpu(system: str) -> GPU | None:
