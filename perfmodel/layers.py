@@ -127,13 +127,14 @@ def _ring(ks: KernelSet, kind: str, nbytes, group, domain: int):
     shape = np.broadcast_shapes(np.shape(group), np.shape(nbytes))
     out = np.zeros(shape)
     share = 1.0 if kind == "allreduce" else 0.5
+    full = np.broadcast_to(nbytes, shape)
+    groups = np.broadcast_to(group, shape)
     for g in np.unique(group):
         if g <= 1:
             continue
-        sel = np.broadcast_to(group == g, shape)
-        val = share * ks.allreduce(np.broadcast_to(nbytes, shape), int(g),
-                                   scaleout=bool(g > domain))
-        out = np.where(sel, val, out)
+        sel = groups == g  # price only the elements of this group size
+        out[sel] = share * np.asarray(ks.allreduce(full[sel], int(g),
+                                                   scaleout=bool(g > domain)), float)
     sent = nbytes * share * 2.0 * np.maximum(group - 1.0, 0.0) / np.maximum(group, 1.0)
     return out, sent + 0.0 * out
 
