@@ -34,9 +34,8 @@ own prompt's passes are its TTFT): ``(t_dec (d' - m) + t_mix m) / d'`` per step 
 with m that mean -- what a benchmark's mean TPOT reports -- or, where a TPOT ceiling
 is checked, its per-request tail (:data:`TPOT_TAIL_QUANTILE`).  The batch is the
 largest the KV cache holds that meets the TTFT and TPOT ceilings, or the one given;
-engines page the KV
-cache, so B sequences spread over their lifetimes occupy B (s + d/2) tokens on average
-(``decode_max`` overrides d/2 as the reserve).
+engines page the KV cache, so B sequences spread over their lifetimes occupy
+B (s + d/2) tokens on average (``decode_max`` overrides d/2 as the reserve).
 """
 
 from __future__ import annotations

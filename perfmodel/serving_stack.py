@@ -16,8 +16,8 @@ it is measured where it shows: in serving rows.
 Two factors per vendor, architecture and engine multiply the priced times of a GPU
 priced from priors (per architecture: CDNA 3 and CDNA 4 run different kernel builds --
 AITER's gfx942 and gfx950 code objects -- and their calibration rows disagree in sign,
-MI300X/MI325X optimistic by half, MI355X pessimistic by a quarter, so one pair cannot
-describe both):
+MI300X/MI325X optimistic by half, MI355X within about a tenth of its kernels' sum, so
+one pair cannot describe both):
 ``prefill`` its prefill work (prefill passes, and the prompt tokens' increment of a mixed
 pass) and ``decode`` its decode work (decode steps, and the decode rows of a mixed pass).
 They are fitted by least squares on ``log(ours / published)`` over the **calibration**
@@ -50,7 +50,6 @@ from perfmodel.hardware import GPU
 #: SGLang 0.5 / vLLM 0.9 and later on AMD); the fit reads only their rows.
 FIT_FROM = "2025-06"
 FACTORS_FILE = "data/serving_stack.yaml"
-PHASES = ("prefill", "decode")
 #: Bounds of a factor (a stack is not faster than its kernels by more than 2x, and the
 #: fit must not run away where a row is unscorable).
 BOUNDS = (0.5, 10.0)

@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Where the dashboard rows sit in the InferenceX-app repository.
+FIXTURE_PATH = "packages/app/cypress/fixtures/api/benchmarks.json"
 
 GPU = {"b200": "B200", "b300": "DGX-B300", "h200": "H200", "mi300x": "MI300X",
        "mi325x": "MI325X", "mi355x": "MI355X"}
@@ -222,10 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     sources = {
         "IX_DSR1": {"date": "2026-06", "title": (
             "SemiAnalysis InferenceX dashboard benchmark rows (DeepSeek-R1, single node), as "
-            "the InferenceX-app API test fixture packages/app/cypress/fixtures/api/"
-            "benchmarks.json holds them; each row's run_url is its GitHub Actions run"),
+            "the InferenceX-app API test fixture " + FIXTURE_PATH
+            + " holds them; each row's run_url is its GitHub Actions run"),
             "url": ("https://github.com/vngcloud/InferenceX-app/blob/" + a.fixture_commit
-                    + "/packages/app/cypress/fixtures/api/benchmarks.json (a fork of "
+                    + "/" + FIXTURE_PATH + " (a fork of "
                     "SemiAnalysisAI/InferenceX-app; dashboard https://inferencex.ai)")},
         "IX_CFG": {"date": "2026-06", "title": (
             "SemiAnalysisAI/InferenceX launch scripts and sweep configs at the commit in "
