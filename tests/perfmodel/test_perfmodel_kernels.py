@@ -256,3 +256,40 @@ def test_mla_fuses_the_q_a_and_kv_a_projections():
                                                (heads * m.v_head_dim, m.kv_lora_rank)],
                                         "bf16"))[0])
     assert got == pytest.approx(want)
+
+
+def test_launch_floor_comes_from_every_row_and_fixed_work_rows_are_fitted():
+    """A cache-resident row whose HBM time is a small share of its latency (fixed work)
+    is fitted; one a cache hit explains (faster than HBM allows) is not; the floor is
+    FLOOR_SHARE of the whole table's fastest row, not of the streaming rows'."""
+    from perfmodel.kernels import fit
+    from perfmodel.kernels.observations import CACHE_BOUND_SHARE, Observations, streaming
+
+    gpu = get_gpu("B200")
+    batch = np.array([1.0, 1.0, 64.0, 512.0, 512.0])
+    context = np.array([1024.0, 1024.0, 2048.0, 4096.0, 8192.0])
+    heads = np.full(5, 16.0)
+    _, nbytes = ops.mla_decode_work(batch, context, heads, "fp8")
+    hbm_s = nbytes / ops.hbm(gpu)
+    # rows 0-2 sit in L2; row 0 takes far longer than its HBM time, row 2 less than it
+    latency = np.array([11e-6, 12e-6, 0.5 * hbm_s[2], 3.0 * hbm_s[3], 3.0 * hbm_s[4]])
+    assert hbm_s[0] <= CACHE_BOUND_SHARE * latency[0]
+    obs = Observations("mla_decode", "fp8", {"batch": batch, "context": context,
+                                             "heads": heads}, latency, np.arange(5))
+    kept = streaming(obs, gpu)
+    assert kept.fastest == pytest.approx(float(latency.min()))
+    assert list(kept.cols["batch"]) == [1.0, 1.0, 512.0, 512.0]  # the cache hit is gone
+    model = fit.fit_mla_decode(kept.cols["batch"], kept.cols["context"], kept.cols["heads"],
+                               kept.latency, "fp8", ops.peak_flops(gpu, "bf16"),
+                               ops.hbm(gpu), kept.fastest)
+    assert model.floor_s == pytest.approx(fit.FLOOR_SHARE * float(latency.min()))
+
+
+def test_b200_mla_decode_at_batch_one_is_the_measured_kernel():
+    """aiconfigurator-core 0.12.0, b200_sxm TRT-LLM 1.3.0rc20 generation_mla_perf: 16
+    heads, batch 1, step 1023, FP8 KV: 11.26 us (2047: 11.05 us).  Taking the launch
+    floor from the streaming rows alone priced it at 31.7 us."""
+    ks = kernels_for(get_gpu("B200"), "trtllm")
+    for context, measured in ((1024.0, 11.26e-6), (2048.0, 11.05e-6)):
+        got = float(np.ravel(ks.mla_decode(1.0, context, 16.0, "fp8"))[0])
+        assert got == pytest.approx(measured, rel=0.3)
