@@ -71,6 +71,15 @@ _COMM_OPS = ("allreduce", "alltoall")
 #: TRT-LLM keeps its own (CUTLASS / DeepGEMM) kernels, and SGLang and vLLM the faster of
 #: theirs and TRT-LLM's (below).
 MOE_SHARED_ARCHS = ("blackwell", "blackwell-ultra")
+#: Weight precisions the shared Blackwell family (FlashInfer's trtllm-gen MoE) runs.
+MOE_SHARED_KINDS = ("fp8", "fp8_block", "fp4")
+
+
+def runs_shared_moe(gpu: GPU, gemm_kind: str) -> bool:
+    """Whether a MoE layer on ``gpu`` with ``gemm_kind`` weights is priced at the shared
+    Blackwell kernel family, so a launch must select it (``planner.export.engines``:
+    SGLang / vLLM ``flashinfer_trtllm``, TRT-LLM ``moe_config.backend: TRTLLM``)."""
+    return gpu.arch in MOE_SHARED_ARCHS and gemm_kind in MOE_SHARED_KINDS
 _PREFERRED_ENGINE = {"moe": "trtllm", "moe_imbalance": "trtllm", "mla_decode": "trtllm",
                      "mla_context": "trtllm"}
 #: Ops that describe routing rather than a GPU's kernels: a vendor priced from priors

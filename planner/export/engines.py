@@ -36,6 +36,11 @@ The flags are those of the engine versions the perf model prices (``perfmodel.en
   ``disable_overlap_scheduler`` on context servers, ``enable_chunked_prefill``.  Several
   servers: ``mpirun -H $NODE_HOSTS`` from the leader through ``trtllm-llmapi-launch``.
 
+On Blackwell a quantised MoE model's launch selects the MoE backend the perf model
+priced it at (:data:`SHARED_MOE_BACKEND`: SGLang ``--moe-runner-backend``, vLLM
+``--moe-backend``, TRT-LLM ``moe_config.backend``; TRT-LLM islands with redundant
+experts keep ``WIDEEP``, whose load balancer needs it).
+
 Placeholders (``$MODEL_PATH``, ``$NODE_RANK``, ``$LEADER_ADDR``, ``$NODE_HOSTS``,
 ``$CONFIG_DIR``) stay in the commands for the shell or the pod to fill.
 """
@@ -48,6 +53,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from perfmodel.kernels.library import runs_shared_moe
 from planner.export.deployment import CannotLaunch, IslandLaunch, LaunchPlan
 
 #: SGLang's default and most used PD transfer backend (``--disaggregation-transfer-backend``
@@ -58,6 +64,13 @@ TRTLLM_KV_BACKEND = "NIXL"
 #: Flag list files per engine (planner/export/data).
 FLAG_LISTS = {"sglang": "sglang-0.5.14.flags", "vllm": "vllm-0.24.0.flags",
               "trtllm": "trtllm-1.3.flags"}
+#: The MoE backend that runs FlashInfer's trtllm-gen kernels, which the perf model prices
+#: a Blackwell MoE layer at (``perfmodel.kernels.library.runs_shared_moe``): SGLang
+#: ``--moe-runner-backend`` and vLLM ``--moe-backend`` (``KernelConfig.moe_backend``)
+#: name it ``flashinfer_trtllm``, TRT-LLM ``moe_config.backend`` ``TRTLLM`` -- what
+#: InferenceX's B200 / B300 DeepSeek-R1 launch scripts select.
+SHARED_MOE_BACKEND = {"sglang": "flashinfer_trtllm", "vllm": "flashinfer_trtllm",
+                      "trtllm": "TRTLLM"}
 #: Container images of the pinned versions (Kubernetes manifests).
 IMAGES = {"sglang": "lmsysorg/sglang:v0.5.14", "vllm": "vllm/vllm-openai:v0.24.0",
           "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc20"}
@@ -129,6 +142,10 @@ def _visible(isl: IslandLaunch) -> tuple[tuple[str, str], ...]:
     return ((var, ids),)
 
 
+def _shared_moe(dep: LaunchPlan, isl: IslandLaunch) -> bool:
+    return dep.model.is_moe and runs_shared_moe(isl.gpu, dep.model.gemm_kind)
+
+
 def sglang(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
     moe = dep.model.is_moe
     dp_attention = moe and isl.dp > 1
@@ -144,6 +161,8 @@ def sglang(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
         args += ["--ep-size", str(isl.ep)]
     if isl.redundant_experts:
         args += ["--enable-eplb", "--ep-num-redundant-experts", str(isl.redundant_experts)]
+    if _shared_moe(dep, isl):
+        args += ["--moe-runner-backend", SHARED_MOE_BACKEND["sglang"]]
     args += ["--mem-fraction-static", f"{dep.engine.memory_fraction_on(isl.gpu, isl.tp):g}",
              "--max-running-requests", str(isl.batch * per_server)]
     if isl.token_budget:
@@ -168,6 +187,8 @@ def vllm(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
         args += ["--data-parallel-size", str(isl.dp)]
     if moe and isl.ep > 1:
         args += ["--enable-expert-parallel"]  # ep == tp x dp (perfmodel.launch rules)
+    if _shared_moe(dep, isl):
+        args += ["--moe-backend", SHARED_MOE_BACKEND["vllm"]]
     args += ["--gpu-memory-utilization", f"{dep.engine.memory_fraction_on(isl.gpu, isl.tp):g}",
              "--max-num-seqs", str(isl.batch)]
     if isl.token_budget:
@@ -220,6 +241,8 @@ def trtllm(dep: LaunchPlan, isl: IslandLaunch) -> Launch:
         if isl.redundant_experts:
             config["moe_config"] = {"backend": "WIDEEP",
                                     "load_balancer": {"num_slots": isl.expert_slots}}
+        elif _shared_moe(dep, isl):
+            config["moe_config"] = {"backend": SHARED_MOE_BACKEND["trtllm"]}
     config["kv_cache_config"] = {"free_gpu_memory_fraction": free}
     if isl.token_budget:
         config["enable_chunked_prefill"] = True

@@ -223,18 +223,24 @@ def test_a_leaderworkerset_with_a_bad_field_is_caught():
     assert len(leaderworkerset_problems(bad)) == 2
 
 
-def test_amd_gpus_request_amd_resources_and_trtllm_refuses_them(plans, tmp_path):
-    src = plans["sglang", "dense"]
+def _retyped(src, gpu: str, price: float, run):
+    """A copy of the plan in run folder ``src`` with every island and server on ``gpu``,
+    written to ``run``; returns the plan document."""
     plan = json.loads((src / "plan.json").read_text())
     for part in (*plan["islands"], *(plan.get("servers") or [])):
-        part["gpu"] = "MI300X"
+        part["gpu"] = gpu
     # the plan's inventory lists what its islands use (planner.run.schema)
     need = sum(isl["size"] for isl in plan["islands"])
-    plan["request"]["inventory"]["gpus"] = [{"type": "MI300X", "count": need,
-                                            "price_per_hour": 3.0, "gpus_per_node": 8}]
-    run = tmp_path / "amd"
+    plan["request"]["inventory"]["gpus"] = [{"type": gpu, "count": need,
+                                            "price_per_hour": price, "gpus_per_node": 8}]
     run.mkdir()
     (run / "plan.json").write_text(json.dumps(plan))
+    return plan
+
+
+def test_amd_gpus_request_amd_resources_and_trtllm_refuses_them(plans, tmp_path):
+    run = tmp_path / "amd"
+    plan = _retyped(plans["sglang", "dense"], "MI300X", 3.0, run)
     assert _cli("export", str(run), "--format", "k8s", "--out", str(tmp_path / "k"), "-q") == 0
     docs = list(yaml.safe_load_all((tmp_path / "k" / "manifests.yaml").read_text()))
     pods = [t for d in docs if d["kind"] in ("Deployment", "LeaderWorkerSet")
@@ -391,3 +397,31 @@ def test_out_folder_of_other_files_is_refused_and_reexport_replaces(plans, tmp_p
     assert _cli("export", str(run), "--out", str(target), "-q") == 0
     assert sorted(p.name for p in target.iterdir()) == first
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_blackwell_moe_launches_select_the_kernels_it_was_priced_at(plans, tmp_path, engine):
+    """A Blackwell MoE layer is priced at FlashInfer's trtllm-gen kernels
+    (perfmodel.kernels.library.runs_shared_moe), so its launch selects that backend; on
+    Hopper the engine keeps its default (no flag)."""
+    from planner.export.deployment import read_deployment
+    from planner.export.engines import SHARED_MOE_BACKEND, flag_list, launches
+
+    def backend(launch):
+        args = list(launch.args)
+        for flag in ("--moe-runner-backend", "--moe-backend"):
+            if flag in args:
+                return args[args.index(flag) + 1]
+        return ((launch.config or {}).get("moe_config") or {}).get("backend")
+
+    hopper = launches(read_deployment(plans[engine, "moe"]))
+    assert all(backend(la) in (None, "WIDEEP") for la in hopper)
+    run = tmp_path / "b200"
+    _retyped(plans[engine, "moe"], "B200", 6.0, run)
+    blackwell = launches(read_deployment(run))
+    want = SHARED_MOE_BACKEND[engine]
+    assert all(backend(la) == want for la in blackwell if not la.island.redundant_experts)
+    assert any(not la.island.redundant_experts for la in blackwell)
+    listed = flag_list(engine)
+    for la in blackwell:
+        assert set(la.flags()) <= listed and set(la.config_keys()) <= listed
