@@ -151,9 +151,11 @@ def main() -> None:
                   f"({money(b['total'] / d['profile']['period_hours'])}/h on average) for a "
                   f"mean of {d['summary']['mean_rps']:,.1f} requests/s and a peak of "
                   f"{d['summary']['peak_rps']:,.1f}.", "",
-                  "Reserved fleet: " + ", ".join(
+                  "Reserved fleet: " + (", ".join(
                       f"{r['islands']} × {r['gpu']} ×{r['size']} {r['role']}"
-                      for r in d["schedule"]["reserved"]) + ".", "",
+                      for r in d["schedule"]["reserved"]) or "none (at these prices no island "
+                      "costs less reserved than rented by the hour for this week)")
+                  + ".", "",
                   f"**The promise.** The planner held the busiest day's 24 slots at ≥ 99.5 % "
                   f"in {d['hold_rounds']} round(s) (lowest "
                   f"{pct(d['summary']['lowest_attainment'])}).  Replayed on seeds it never "
