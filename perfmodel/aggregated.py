@@ -216,7 +216,7 @@ def pass_outcome(comp: dict[str, np.ndarray], batch, s, d, dp, hit_rate: float
     tokens_per_step = comp.pop("_yield")
     t = cast(np.ndarray, sum(comp.values()))
     n = np.maximum(np.asarray(s, float) * (1.0 - hit_rate), 1.0)
-    steps = np.maximum(np.asarray(d, float), 1.0) / tokens_per_step
+    steps = np.maximum(np.asarray(d, float) / tokens_per_step, 1.0)  # as mixed_pass
     ttft = np.maximum(np.ceil(n / np.maximum(chunk, 1e-9)), 1.0) * mixed
     # a request's own prompt pass is its TTFT; its TPOT carries the others' (module doc)
     own = n / np.maximum(chunk, 1e-9)  # mixed passes of its own prompt (its TTFT)

@@ -3,20 +3,16 @@ test re-runs the command (pinned seed) and fails when they differ."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("example_doc",
-                                                  ROOT / "scripts" / "example_doc.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("example_doc")
 
 
 @pytest.mark.slow

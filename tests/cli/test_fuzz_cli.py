@@ -6,20 +6,14 @@ runs a thousand or more of them."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from script_module import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("fuzz_cli", ROOT / "scripts" / "fuzz_cli.py")
-fuzz = importlib.util.module_from_spec(_spec)
-sys.modules["fuzz_cli"] = fuzz  # its dataclasses look their module up
-_spec.loader.exec_module(fuzz)
+fuzz = load_script("fuzz_cli", register=True)  # its dataclasses look their module up
 DOCS = fuzz.base_docs()
 
 

@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from script_module import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("limits_doc", REPO / "scripts" / "limits_doc.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("limits_doc")
 
 
 def test_limits_page_is_current():

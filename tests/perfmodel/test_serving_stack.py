@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from script_module import load_script
 
 from perfmodel import serving_stack as st
 from perfmodel import validation as val
@@ -16,15 +14,9 @@ from perfmodel.hardware import get_gpu
 from perfmodel.models import get_model
 from perfmodel.validation_split import held_out
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _script():
-    spec = importlib.util.spec_from_file_location("fit_serving_stack",
-                                                  ROOT / "scripts" / "fit_serving_stack.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("fit_serving_stack")
 
 
 def test_the_fit_read_calibration_rows_of_current_stacks_only():

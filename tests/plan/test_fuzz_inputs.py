@@ -5,18 +5,15 @@ scripts/fuzz_inputs.py's, which runs thousands of seeded cases."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from script_module import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("fuzz_inputs", ROOT / "scripts" / "fuzz_inputs.py")
-fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fuzz)
+fuzz = load_script("fuzz_inputs")
 BASE = fuzz._base_docs()
 
 

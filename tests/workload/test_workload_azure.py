@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pandas as pd
 import pytest
+from script_module import load_script
 
 from planner.workload import builtin_dir, load_workload, make_ranges, shared_dir
 
@@ -68,10 +67,7 @@ def test_thesis_8k_view_of_conversation_trace():
 
 @needs_traces
 def test_committed_files_are_what_the_build_script_produces():
-    spec = importlib.util.spec_from_file_location(
-        "build_azure_workloads", builtin_dir().parent / "scripts" / "build_azure_workloads.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("build_azure_workloads")
     texts = module.build(TRACE_DIR)
     assert set(texts) == set(FILES)
     for name, text in texts.items():
