@@ -235,12 +235,18 @@ def pass_outcome(comp: dict[str, np.ndarray], batch, s, d, dp, hit_rate: float
 def aggregated_point(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int, s: int, d: float,
                      hit_rate: float, calib: Calibration, *, batch: int | None = None,
                      decode_max: int | None = None, ttft_ms: float | None = None,
-                     tpot_ms: float | None = None) -> AggregatedPoint:
-    """The operating point of an aggregated island (module doc)."""
+                     tpot_ms: float | None = None, held: float | None = None
+                     ) -> AggregatedPoint:
+    """The operating point of an aggregated island (module doc).  ``held``: tokens a
+    decoding sequence holds beyond the mean prompt ``s``, averaged over the running
+    batch -- its attention context is ``s + held`` and, unless ``decode_max`` says
+    otherwise, its KV reserve ``held`` (None: ``d / 2``, fixed lengths; a dataset of
+    varying lengths holds more, ``perfmodel.validation_lengths``)."""
+    reserve = decode_max or (0.5 * d if held is None else held)
     cap = int(np.asarray(max_decode_batch(gpu, model, np.array([[float(tp)]]),
                                           np.array([[float(dp)]]), np.array([[float(ep)]]),
                                           np.array([[float(kv_per_sequence(
-                                              calib, s, d, decode_max or 0.5 * d))]]),
+                                              calib, s, d, reserve))]]),
                                           calib)).ravel()[0])
     cap = min(cap, int(engine_batch_cap(gpu, model, calib)))
     if batch is not None:
@@ -249,7 +255,7 @@ def aggregated_point(gpu: GPU, model: ModelSpec, tp: int, dp: int, ep: int, s: i
         return AggregatedPoint(0, 0.0, 0.0, 0.0, 0.0, 0.0, {})
     b = np.arange(1, cap + 1, dtype=float)
     comp = mixed_pass(gpu, model, b, float(s), float(d), float(tp), float(dp), float(ep),
-                      hit_rate, calib)
+                      hit_rate, calib, held=held)
     out = pass_outcome(comp, b, float(s), float(d), dp, hit_rate)
     t, ttft, tpot, rps, chunk = out.pass_s, out.ttft_s, out.tpot_s, out.rps, out.chunk
     ok = chunk > 0

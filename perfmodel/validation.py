@@ -45,7 +45,9 @@ score it.
   the point's TPOT and TTFT (a benchmark's mean over requests at that load is what the
   point's steady state stands for; queueing in the client is not modelled).  Why the
   caps divide by ``dp``: each data-parallel attention group runs its own batch, and a
-  client's requests spread over them.
+  client's requests spread over them.  A row that ran a variable-length dataset
+  (MLPerf) prices its running batch at the dataset's length-biased context, ``a isl +
+  b osl / 2`` (:mod:`perfmodel.validation_lengths`), not ``isl + osl / 2``.
 
 Per-GPU, per-node (8 GPUs) and per-instance (the row's ``gpus``) scopes scale a per-GPU
 rate.  **Error sign**: positive = the model promises more than was measured: ours /
@@ -78,6 +80,7 @@ from perfmodel.hardware import get_gpu
 from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time, prefill_time
+from perfmodel.validation_lengths import shape_for
 
 MODES = ("prefill", "ttft", "decode", "static", "aggregated")
 #: Sources older than this ran engine releases whose kernels the database does not hold;
@@ -154,6 +157,10 @@ class Case:
     #: attention groups of all of them; each instance is its own island of
     #: ``dp / replicas`` groups, whose MoE layers never exchange tokens with another's.
     replicas: int = 1
+    #: The dataset the source ran (posed MLPerf rows): a variable-length one with a
+    #: shipped length shape prices the running batch at its length-biased context
+    #: (:mod:`perfmodel.validation_lengths`); "" or an unknown one: fixed lengths.
+    dataset: str = ""
 
     @property
     def dense(self) -> bool:
@@ -338,13 +345,16 @@ def predict(case: Case) -> float:
     else:
         if q == "static_e2e_latency_s":
             raise _no_path(case)
+        shape = shape_for(case.dataset)
+        held = shape.held(isl, osl) if shape else None
         pt = aggregated_point(gpu, model, case.tp, case.instance_dp, case.ep, case.isl, osl,
                               0.0,
                               calib, batch=aggregated_batch(case),
                               ttft_ms=case.slo_ttft_ms or None,
-                              tpot_ms=case.slo_tpot_ms or None)
+                              tpot_ms=case.slo_tpot_ms or None, held=held)
         if not pt.feasible:
-            sized = kv_per_sequence(calib, isl, osl, 0.5 * osl)  # as aggregated_point
+            sized = kv_per_sequence(calib, isl, osl,  # as aggregated_point
+                                    0.5 * osl if held is None else held)
             fits = float(np.ravel(max_decode_batch(gpu, model, tp, dp, ep, _col(sized),
                                                    calib))[0])
             raise NotPredictable(
@@ -392,13 +402,15 @@ def _no_serving_stack(case: Case) -> Case | None:
 #: Assumptions whose sensitivity every row reports (issue 29): the error with the row's
 #: KV-cache dtype flipped (bf16 <-> fp8), with FP8 attention flipped, where the source
 #: names only the GPU family on the family's other form factor, and -- for a GPU priced
-#: from vendor priors -- without the serving-stack factors fitted on calibration rows
-#: (None: not an assumption of this row).
+#: from vendor priors -- without the serving-stack factors fitted on calibration rows,
+#: and -- for a row that ran a variable-length dataset -- at its mean lengths instead of
+#: the dataset's length shape (None: not an assumption of this row).
 FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
     "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention),
     "gpu_variant": _other_variant,
-    "serving_stack": _no_serving_stack}
+    "serving_stack": _no_serving_stack,
+    "lengths": lambda c: replace(c, dataset="") if shape_for(c.dataset) else None}
 
 
 def sensitivity(case: Case) -> dict[str, float]:

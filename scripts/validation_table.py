@@ -207,14 +207,18 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "form factor, SXM <-> PCIe) -- how much the row's verdict rests on it (-- where "
               "the flipped posing has no feasible point or the row does not assume it).  "
               "*Serving stack off*: for a GPU priced from vendor priors, the row's error "
-              "without the fitted serving-stack factors.  "
+              "without the fitted serving-stack factors.  *Mean lengths*: for a row that "
+              "ran a variable-length dataset (MLPerf), its error with the running batch "
+              "priced at the mean lengths, isl + osl / 2, instead of the dataset's "
+              "length-biased context a isl + b osl / 2 (`perfmodel/validation_lengths.py`; "
+              "a, b from the dataset's per-sample table, `perfmodel/data/length_shapes.yaml`).  "
               "*Disaggregated*: prefill / decode rows whose posing says they come from a "
               "prefill/decode-split deployment (`DISAGGREGATED` in `perfmodel/validation.py`).",
               "",
               "| case | from | GPU | model | mode | engine | unit | published | ours | error "
               "| set | KV flipped | FP8 attention flipped | GPU variant flipped "
-              "| serving stack off |",
-              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+              "| serving stack off | mean lengths |",
+              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["scored"]:
             mode = r["mode"] + (" (disaggregated)" if r["deployment"] == "disaggregated"
@@ -228,8 +232,8 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "hold; their figures are shown for reference):", "",
               "| case | from | GPU | model | mode | unit | published | ours | error | set "
               "| KV flipped | FP8 attention flipped | GPU variant flipped | serving stack off | "
-              "reason |",
-              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+              "mean lengths | reason |",
+              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if not r["scored"]:
             lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | "
