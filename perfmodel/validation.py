@@ -48,6 +48,10 @@ score it.
   client's requests spread over them.  A row that ran a variable-length dataset
   (MLPerf) prices its running batch at the dataset's length-biased context, ``a isl +
   b osl / 2`` (:mod:`perfmodel.validation_lengths`), not ``isl + osl / 2``.
+* ``disaggregated`` mode (a posed row with ``prefill`` and ``decode`` sides: Dynamo's
+  xPyD deployments): a closed-loop client of ``concurrency`` requests over a prefill
+  station, the KV transfer and a decode station, each side its own workers, layout and
+  engine limits (:mod:`perfmodel.validation_disagg`); rates count both sides' GPUs.
 
 Per-GPU, per-node (8 GPUs) and per-instance (the row's ``gpus``) scopes scale a per-GPU
 rate.  **Error sign**: positive = the model promises more than was measured: ours /
@@ -80,9 +84,10 @@ from perfmodel.hardware import get_gpu
 from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time, prefill_time
+from perfmodel.validation_disagg import Side, disaggregated_point, sides
 from perfmodel.validation_lengths import shape_for
 
-MODES = ("prefill", "ttft", "decode", "static", "aggregated")
+MODES = ("prefill", "ttft", "decode", "static", "aggregated", "disaggregated")
 #: Sources older than this ran engine releases whose kernels the database does not hold;
 #: their rows are reported but not scored.
 SCORED_FROM = "2024-06"
@@ -161,6 +166,9 @@ class Case:
     #: shipped length shape prices the running batch at its length-biased context
     #: (:mod:`perfmodel.validation_lengths`); "" or an unknown one: fixed lengths.
     dataset: str = ""
+    #: The two sides of a ``disaggregated`` row (:mod:`perfmodel.validation_disagg`).
+    prefill: Side | None = None
+    decode: Side | None = None
 
     @property
     def dense(self) -> bool:
@@ -238,6 +246,12 @@ def posed_case(row: dict[str, Any]) -> Case:
     values["slo_ttft_ms"] = float(slo.get("ttft_p99_ms") or 0.0)
     values["slo_tpot_ms"] = float(slo.get("tpot_p99_ms") or 0.0)
     values["gpu_assumed"] = "gpu" not in (row.get("stated") or [])
+    for key in ("prefill", "decode"):
+        if isinstance(values.get(key), dict):
+            try:
+                values[key] = Side.from_posing(values[key], f"{key} side")
+            except (TypeError, ValueError) as exc:
+                raise NotPredictable(f"posing: {exc}") from exc
     return Case(**values, batch_per_group=True)
 
 
@@ -297,6 +311,8 @@ def predict(case: Case) -> float:
     tp, dp, ep = _col(case.tp), _col(case.instance_dp), _col(case.ep)
     isl, osl = float(case.isl), float(case.osl)
     per_gpu: float
+    if case.mode == "disaggregated":
+        return _disaggregated(case, q)
     if case.mode == "ttft":
         if not q.startswith("ttft"):
             raise _no_path(case)
@@ -369,6 +385,27 @@ def predict(case: Case) -> float:
         tokens = {"output_tok_s": osl, "input_tok_s": isl, "total_tok_s": isl + osl}[q]
         per_gpu = closed_loop_rps(case, pt) * tokens / case.instance_gpus
     return per_gpu * units.scope_gpus(case.unit, case.gpus)
+
+
+def _disaggregated(case: Case, q: str) -> float:
+    """A disaggregated row's figure (:mod:`perfmodel.validation_disagg`): rates per GPU
+    of both sides together, or the point's TTFT / TPOT."""
+    pre, dec = sides(case)
+    if pre.gpus + dec.gpus != case.gpus:
+        raise NotPredictable(f"posing: gpus {case.gpus} is not prefill {pre.gpus} + "
+                             f"decode {dec.gpus}")
+    if not case.concurrency:
+        raise NotPredictable("posing: a disaggregated row needs the client's concurrency")
+    pt = disaggregated_point(case, pre, dec)
+    if q in ("tpot_ms", "itl_ms"):
+        return pt.tpot_s * 1e3
+    if q.startswith("ttft"):
+        return pt.ttft_s * 1e3
+    if q == "static_e2e_latency_s":
+        raise _no_path(case)
+    tokens = {"output_tok_s": case.osl, "input_tok_s": case.isl,
+              "total_tok_s": case.isl + case.osl}[q]
+    return pt.rps * tokens / case.gpus * units.scope_gpus(case.unit, case.gpus)
 
 
 def error(case: Case, ours: float) -> float:
@@ -446,7 +483,8 @@ def _describe(row: dict[str, Any], origin: str, src: dict[str, Any] | None) -> d
     except InputError:
         dense = None
     phase = units.phase(row["mode"], row["unit"])
-    disagg = row["source"] in DISAGGREGATED and row["mode"] in ("prefill", "ttft", "decode")
+    disagg = row["mode"] == "disaggregated" or (
+        row["source"] in DISAGGREGATED and row["mode"] in ("prefill", "ttft", "decode"))
     return {"case": row["id"], "origin": origin, "gpu": row["gpu"], "model": row["model"],
             "mode": row["mode"], "phase": phase, "engine": row["engine"],
             "unit": row["unit"], "dense": dense, "vendor": vendor(row["gpu"]),

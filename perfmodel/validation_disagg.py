@@ -1,0 +1,195 @@
+"""End-to-end reading of a disaggregated (prefill/decode-split) published row.
+
+A posed row of mode ``disaggregated`` is a closed-loop benchmark client holding ``C``
+requests in flight against ``P`` prefill workers and ``D`` decode workers (Dynamo's
+xPyD deployments), each worker its own engine instance with its own layout and limits
+(``prefill`` / ``decode`` entries of the row: workers, tp, dp, ep and the engine flags
+of that side).  The figure is output tokens per second per GPU of the whole system.
+
+A request passes through three stations:
+
+* **prefill**: a prefill attention group runs passes of ``q`` prompts (at most the
+  token budget's ``budget / isl``); ``P dp_p`` groups complete ``P dp_p q / t_p(q)``
+  prompts per second, ``t_p`` the model's prefill pass (``prefill_pass_time``).  A
+  request waits for the pass under way, if any, then rides the next: ``t_p(q) (1 +
+  rho / 2)``, ``rho`` the share of time a group is in a pass (the mean residual of a
+  fixed-length service is half of it).
+* **KV transfer**: its prompt's KV, ``isl`` tokens of the prefill group's per-GPU KV
+  bytes, over one GPU-pair link -- the NVLink domain's when the whole row fits in one
+  domain (GB200 / GB300 NVL72), else the scale-out NIC's.
+* **decode**: ``osl`` steps of a decode attention group holding ``b`` sequences at the
+  mean context ``isl + osl / 2`` (``step_model``); ``D dp_d`` groups finish
+  ``D dp_d b / (osl t_d(b))`` requests per second, ``b`` at most what the KV cache
+  holds at ``isl + osl / 2`` tokens per sequence (paged, as ``aggregated_point``) and
+  the engine's limits allow.
+
+At a system rate ``X`` each station runs at the smallest load that carries ``X`` (the
+fewest prompts per pass, the smallest running batch), so a request spends
+``T(X) = t_p(q(X)) (1 + rho / 2) + t_kv + osl t_d(b(X))``, and Little's law gives the client's
+``C = X T(X)``.  ``T`` rises with ``X``, so the rate is the ``X`` that solves it
+(bisection), or -- when even the largest rate either side sustains needs fewer than
+``C`` requests in flight -- that largest rate (the surplus requests queue).  Omitted,
+each on the optimistic side: queueing beyond the pass under way, the router's and the
+transfer engine's own overheads, waiting for a decode slot, and imbalance between
+workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from perfmodel.decode import step_model
+from perfmodel.hardware import GPU
+from perfmodel.memory import (
+    engine_batch_cap,
+    kv_bytes_per_token_per_gpu,
+    kv_per_sequence,
+    max_decode_batch,
+)
+from perfmodel.prefill import prefill_pass_time
+
+if TYPE_CHECKING:
+    from perfmodel.validation import Case
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a disaggregated deployment: ``workers`` engine instances of ``tp x
+    dp`` GPUs each, and the engine limits the recipe set (0 / None: the default)."""
+
+    workers: int
+    tp: int
+    dp: int
+    ep: int
+    budget: int = 0
+    max_num_seqs: int = 0
+    mem_fraction: float = 0.0
+    graph_max: int = 0
+    overlap: bool | None = None
+    eplb: str = "auto"
+
+    @property
+    def gpus(self) -> int:
+        return self.workers * self.tp * self.dp
+
+    @classmethod
+    def from_posing(cls, entry: dict[str, Any], where: str) -> Side:
+        """A side from a posed row's ``prefill`` / ``decode`` mapping (null: default)."""
+        known = {f for f in cls.__dataclass_fields__}
+        extra = set(entry) - known - {"gpus_per_worker"}
+        if extra:
+            raise ValueError(f"{where}: unknown keys {sorted(extra)}")
+        values = {k: v for k, v in entry.items() if k in known and v is not None}
+        for key in ("workers", "tp", "dp", "ep"):
+            if int(values.get(key) or 0) < 1:
+                raise ValueError(f"{where}: {key} must be a positive integer")
+        side = cls(**values)
+        per = entry.get("gpus_per_worker")
+        if per is not None and int(per) != side.tp * side.dp:
+            raise ValueError(f"{where}: gpus_per_worker {per} is not tp x dp = "
+                             f"{side.tp * side.dp}")
+        return side
+
+
+@dataclass(frozen=True)
+class DisaggregatedPoint:
+    rps: float  # requests/s of the whole system
+    ttft_s: float
+    tpot_s: float
+    prompts_per_pass: float
+    decode_batch: float  # sequences per decode attention group
+    saturated: str  # "" or the side whose largest rate binds
+
+
+def _col(x: float) -> np.ndarray:
+    return np.array([[float(x)]])
+
+
+def _calibration(case: Case, side: Side):
+    base = case.calibration()
+    return replace(base, prefill_token_budget=side.budget or None,
+                   memory_fraction=side.mem_fraction or None,
+                   graph_max_batch=side.graph_max or None,
+                   micro_batch_overlap=side.overlap, eplb=side.eplb)
+
+
+def _kv_transfer_s(gpu: GPU, case: Case, side: Side, model) -> float:
+    """One prompt's KV over one GPU-pair link (module docstring)."""
+    per_gpu = float(np.ravel(kv_bytes_per_token_per_gpu(model, side.tp))[0]) * case.isl
+    link = gpu.scaleup_gbps if case.gpus <= gpu.gpus_per_domain else gpu.scaleout_gbps
+    return per_gpu / (link * 1e9) if link > 0 else 0.0
+
+
+def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
+    """The closed-loop operating point of a disaggregated row (module docstring)."""
+    from perfmodel.hardware import get_gpu
+    from perfmodel.validation import NotPredictable
+
+    gpu, model = get_gpu(case.gpu), case.spec()
+    isl, osl = float(case.isl), float(case.osl)
+    cal_p, cal_d = _calibration(case, pre), _calibration(case, dec)
+
+    # prefill: pass time for q = 1 .. most prompts the budget holds
+    q_max = max(int(cal_p.profile.prefill_token_budget // max(isl, 1.0)), 1)
+    q = np.arange(1, q_max + 1, dtype=float)
+    t_p = np.asarray(prefill_pass_time(gpu, model, isl, _col(pre.tp), _col(pre.dp),
+                                       _col(pre.ep), 0.0, cal_p, q[None, :]),
+                     float).ravel()
+    cap_pre = pre.workers * pre.dp * q / t_p
+
+    # decode: step time for b = 1 .. the largest batch memory and the engine allow
+    sized = float(kv_per_sequence(cal_d, isl, osl, 0.5 * osl))  # as aggregated_point
+    fits = float(np.ravel(max_decode_batch(gpu, model, _col(dec.tp), _col(dec.dp),
+                                           _col(dec.ep), _col(sized), cal_d))[0])
+    b_max = min(fits, engine_batch_cap(gpu, model, cal_d))
+    if dec.max_num_seqs:
+        b_max = min(b_max, float(dec.max_num_seqs))
+    if b_max < 1:
+        raise NotPredictable("infeasible: the decode workers' KV cache holds no sequence "
+                             f"of {sized:,.0f} tokens (the source ran it: a miss of "
+                             "the model, not a number to score)")
+    b = np.arange(1, int(b_max) + 1, dtype=float)
+    sm = step_model(gpu, model, b[None, :], _col(dec.tp), _col(dec.dp), _col(dec.ep), cal_d)
+    t_d = np.asarray(sm.step_time(isl + 0.5 * osl), float).ravel()
+    cap_dec = dec.workers * dec.dp * b / (osl * t_d)
+    t_kv = _kv_transfer_s(gpu, case, pre, model)
+
+    def station_times(x: float) -> tuple[float, float, int, int]:
+        i = min(int(np.searchsorted(np.maximum.accumulate(cap_pre), x)), len(q) - 1)
+        j = min(int(np.searchsorted(np.maximum.accumulate(cap_dec), x)), len(b) - 1)
+        busy = min(x / cap_pre[i], 1.0)  # share of time a prefill group is in a pass
+        return float(t_p[i] * (1.0 + 0.5 * busy)), float(t_d[j]), i, j
+
+    def in_flight(x: float) -> float:
+        tp_, td_, _, _ = station_times(x)
+        return x * (tp_ + t_kv + osl * td_)
+
+    x_max = float(min(cap_pre.max(), cap_dec.max()))
+    clients = float(case.concurrency)
+    if in_flight(x_max) <= clients:
+        x = x_max
+        saturated = "prefill" if cap_pre.max() <= cap_dec.max() else "decode"
+    else:
+        lo, hi = 0.0, x_max
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if in_flight(mid) < clients else (lo, mid)
+        x, saturated = lo, ""
+    tp_, td_, i, j = station_times(x)
+    return DisaggregatedPoint(x, tp_ + t_kv, td_, float(q[i]), float(b[j]), saturated)
+
+
+def sides(case: Case) -> tuple[Side, Side]:
+    """The row's prefill and decode sides (both required)."""
+    from perfmodel.validation import NotPredictable
+
+    if case.prefill is None or case.decode is None:
+        raise NotPredictable("posing: a disaggregated row needs both a prefill and a "
+                             "decode side")
+    return case.prefill, case.decode
+
+
+__all__ = ["DisaggregatedPoint", "Side", "disaggregated_point", "sides"]

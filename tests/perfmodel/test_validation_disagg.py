@@ -1,0 +1,71 @@
+"""The end-to-end reading of disaggregated (xPyD) rows: a closed-loop client over a
+prefill station, a KV transfer and a decode station (perfmodel.validation_disagg)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from perfmodel import validation as val
+from perfmodel.validation_disagg import Side, disaggregated_point
+
+PRE = Side(workers=1, tp=8, dp=1, ep=8, budget=16384)
+DEC = Side(workers=1, tp=8, dp=1, ep=8)
+ROW = dict(id="t-disagg", source="T", gpu="H200", gpus=16, model="deepseek-r1",
+           weights="fp8_block", kv="fp8", engine="sglang", tp=8, dp=1, ep=8,
+           mode="disaggregated", isl=922, osl=921.5, unit="output_tok_s_per_gpu", value=1.0,
+           quote="", batch_per_group=True, prefill=PRE, decode=DEC)
+
+
+def _case(**kw) -> val.Case:
+    return val.Case(**{**ROW, **kw})
+
+
+def test_littles_law_holds_below_saturation():
+    case = _case(concurrency=64)
+    pt = disaggregated_point(case, PRE, DEC)
+    assert not pt.saturated
+    assert pt.rps * (pt.ttft_s + case.osl * pt.tpot_s) == pytest.approx(64, rel=1e-3)
+    assert val.predict(case) == pytest.approx(pt.rps * case.osl / 16)
+
+
+def test_rate_rises_with_clients_then_a_side_binds():
+    rates = [disaggregated_point(_case(concurrency=c), PRE, DEC).rps
+             for c in (1, 8, 64, 512, 4096, 8192)]
+    assert all(a < b for a, b in zip(rates[:4], rates[1:5], strict=True))
+    top = disaggregated_point(_case(concurrency=8192), PRE, DEC)
+    assert top.saturated == "decode" and rates[-1] == rates[-2]  # the surplus queues
+    # a second decode worker lifts the decode-bound rate; the TPOT at one client is
+    # the decode step of one sequence
+    two = replace(DEC, workers=2)
+    more = disaggregated_point(_case(concurrency=8192, gpus=24, decode=two), PRE, two)
+    assert more.rps > 1.5 * top.rps
+    one = disaggregated_point(_case(concurrency=1), PRE, DEC)
+    assert one.decode_batch == 1 and one.prompts_per_pass == 1
+
+
+def test_the_engine_limit_caps_the_decode_batch():
+    capped = replace(DEC, max_num_seqs=32)
+    pt = disaggregated_point(_case(concurrency=4096, decode=capped), PRE, capped)
+    assert pt.decode_batch == 32 and pt.saturated == "decode"
+
+
+def test_posed_sides_are_checked():
+    row = {**{k: v for k, v in ROW.items() if k not in ("prefill", "decode",
+                                                        "batch_per_group")},
+           "concurrency": 8, "stated": ["gpu"],
+           "prefill": {"workers": 1, "tp": 8, "dp": 1, "ep": 8, "gpus_per_worker": 8},
+           "decode": {"workers": 1, "tp": 8, "dp": 1, "ep": 8, "budget": None}}
+    case = val.posed_case(row)
+    assert case.prefill == Side(1, 8, 1, 8) and case.decode == Side(1, 8, 1, 8)
+    with pytest.raises(val.NotPredictable, match="gpus_per_worker 4 is not tp x dp"):
+        val.posed_case({**row, "prefill": {**row["prefill"], "gpus_per_worker": 4}})
+    with pytest.raises(val.NotPredictable, match="unknown keys"):
+        val.posed_case({**row, "decode": {**row["decode"], "wokers": 2}})
+    with pytest.raises(val.NotPredictable, match="gpus 24 is not prefill 8"):
+        val.predict(replace(case, gpus=24))
+    with pytest.raises(val.NotPredictable, match="needs the client's concurrency"):
+        val.predict(replace(case, concurrency=0))
+    with pytest.raises(val.NotPredictable, match="needs both"):
+        val.predict(replace(case, decode=None))
