@@ -86,6 +86,7 @@ from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time, prefill_time
 from perfmodel.validation_disagg import Side, disaggregated_point, sides
 from perfmodel.validation_lengths import shape_for
+from perfmodel.validation_units import NotPredictable
 
 MODES = ("prefill", "ttft", "decode", "static", "aggregated", "disaggregated")
 #: Sources older than this ran engine releases whose kernels the database does not hold;
@@ -103,10 +104,6 @@ DISAGGREGATED = {
     "VLLM_WIDEEP": "posed/vllm_sglang.yaml: 'vLLM wide-EP, DeepSeek-R1, disaggregated P/D'",
     "LMSYS_GB300": "quote: 'a 1P/1D disaggregated setup with 8 GPUs'",
 }
-
-
-class NotPredictable(ValueError):
-    """A row the model cannot be asked (the message is the one-line reason)."""
 
 
 @dataclass(frozen=True)
@@ -252,6 +249,9 @@ def posed_case(row: dict[str, Any]) -> Case:
                 values[key] = Side.from_posing(values[key], f"{key} side")
             except (TypeError, ValueError) as exc:
                 raise NotPredictable(f"posing: {exc}") from exc
+    if isinstance(values.get("decode"), Side):  # a disaggregated row: the top-level
+        for key in ("tp", "dp", "ep"):           # layout is the decode side's
+            values.setdefault(key, getattr(values["decode"], key))
     return Case(**values, batch_per_group=True)
 
 

@@ -37,12 +37,12 @@ workers.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from perfmodel.decode import step_model
-from perfmodel.hardware import GPU
+from perfmodel.hardware import GPU, get_gpu
 from perfmodel.memory import (
     engine_batch_cap,
     kv_bytes_per_token_per_gpu,
@@ -50,9 +50,29 @@ from perfmodel.memory import (
     max_decode_batch,
 )
 from perfmodel.prefill import prefill_pass_time
+from perfmodel.validation_units import NotPredictable
 
-if TYPE_CHECKING:
-    from perfmodel.validation import Case
+#: A ``perfmodel.validation.Case`` (not imported: that module imports this one).
+Case = Any
+
+
+#: Per-side recipe keys the posing carries that the model does not price, and why
+#: (fixed before any disaggregated row was scored).
+NOT_PRICED = {
+    "cuda_graph": "graphs matter for decode steps, and every posed decode side has them on "
+                  "(prefill passes are long enough that launch time is noise)",
+    "moe_backend": "the kernel tables are the engine's default MoE kernels for the GPU",
+    "a2a": "the all-to-all is priced as the engine's low-latency kernel (decode) and "
+           "its normal kernel (prefill) whatever the backend flag",
+    "sbo": "single-batch overlap of the combine with the next GEMM is not modelled "
+           "(optimistic side: none of it is credited)",
+    "overlap_scheduler": "CPU scheduling overlap: the step gap of the engine profile holds",
+    "redundant_experts": "redundant expert slots without online rebalancing (eplb off) "
+                         "leave the routing imbalance of eplb off",
+    "context": "SGLang --context-length caps a request's length; every request is shorter",
+    "max_seq_len": "TRT-LLM's per-request length cap; every request is shorter",
+    "chunked_prefill": "a prompt longer than the pass budget is not posed",
+}
 
 
 @dataclass(frozen=True)
@@ -70,16 +90,30 @@ class Side:
     graph_max: int = 0
     overlap: bool | None = None
     eplb: str = "auto"
+    #: SGLang's cap on a prefill batch's tokens (--max-prefill-tokens) and on a KV pool's
+    #: tokens (--max-total-tokens); 0: not set.
+    max_prefill_tokens: int = 0
+    max_total_tokens: int = 0
 
     @property
     def gpus(self) -> int:
         return self.workers * self.tp * self.dp
 
+    @property
+    def pass_tokens(self) -> int:
+        """The most prompt tokens a pass takes (0: the engine's default): the smaller
+        of the positive ones of ``budget`` (SGLang --chunked-prefill-size, -1 disables
+        it; TRT-LLM max_num_tokens) and ``max_prefill_tokens`` -- SGLang stops adding
+        prompts to a prefill batch at either."""
+        caps = [c for c in (self.budget, self.max_prefill_tokens) if c and c > 0]
+        return int(min(caps)) if caps else 0
+
     @classmethod
     def from_posing(cls, entry: dict[str, Any], where: str) -> Side:
-        """A side from a posed row's ``prefill`` / ``decode`` mapping (null: default)."""
+        """A side from a posed row's ``prefill`` / ``decode`` mapping (null: default).
+        Keys in :data:`NOT_PRICED` are read and left out, for the reason given there."""
         known = {f for f in cls.__dataclass_fields__}
-        extra = set(entry) - known - {"gpus_per_worker"}
+        extra = set(entry) - known - {"gpus_per_worker"} - set(NOT_PRICED)
         if extra:
             raise ValueError(f"{where}: unknown keys {sorted(extra)}")
         values = {k: v for k, v in entry.items() if k in known and v is not None}
@@ -110,7 +144,7 @@ def _col(x: float) -> np.ndarray:
 
 def _calibration(case: Case, side: Side):
     base = case.calibration()
-    return replace(base, prefill_token_budget=side.budget or None,
+    return replace(base, prefill_token_budget=side.pass_tokens or None,
                    memory_fraction=side.mem_fraction or None,
                    graph_max_batch=side.graph_max or None,
                    micro_batch_overlap=side.overlap, eplb=side.eplb)
@@ -125,8 +159,6 @@ def _kv_transfer_s(gpu: GPU, case: Case, side: Side, model) -> float:
 
 def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
     """The closed-loop operating point of a disaggregated row (module docstring)."""
-    from perfmodel.hardware import get_gpu
-    from perfmodel.validation import NotPredictable
 
     gpu, model = get_gpu(case.gpu), case.spec()
     isl, osl = float(case.isl), float(case.osl)
@@ -147,6 +179,8 @@ def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
     b_max = min(fits, engine_batch_cap(gpu, model, cal_d))
     if dec.max_num_seqs:
         b_max = min(b_max, float(dec.max_num_seqs))
+    if dec.max_total_tokens:  # a KV pool per attention group
+        b_max = min(b_max, float(dec.max_total_tokens) / sized)
     if b_max < 1:
         raise NotPredictable("infeasible: the decode workers' KV cache holds no sequence "
                              f"of {sized:,.0f} tokens (the source ran it: a miss of "
@@ -184,7 +218,6 @@ def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
 
 def sides(case: Case) -> tuple[Side, Side]:
     """The row's prefill and decode sides (both required)."""
-    from perfmodel.validation import NotPredictable
 
     if case.prefill is None or case.decode is None:
         raise NotPredictable("posing: a disaggregated row needs both a prefill and a "
@@ -192,4 +225,4 @@ def sides(case: Case) -> tuple[Side, Side]:
     return case.prefill, case.decode
 
 
-__all__ = ["DisaggregatedPoint", "Side", "disaggregated_point", "sides"]
+__all__ = ["NOT_PRICED", "DisaggregatedPoint", "Side", "disaggregated_point", "sides"]

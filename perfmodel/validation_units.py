@@ -21,7 +21,12 @@ from __future__ import annotations
 RATES = ("output_tok_s", "input_tok_s", "total_tok_s")
 TIMES = ("ttft_ms", "ttft_mean_ms", "tpot_ms", "itl_ms", "static_e2e_latency_s")
 SCOPES = {"gpu": None, "node": 8, "instance": None}  # None: 1 GPU / the row's gpus
-PHASES = ("prefill", "decode", "aggregated")
+PHASES = ("prefill", "decode", "aggregated", "disaggregated")
+
+
+class NotPredictable(ValueError):
+    """A validation row the model cannot be asked (the message is the one-line reason);
+    defined here, below every reading module, and re-exported by perfmodel.validation."""
 
 
 def parse(unit: str) -> tuple[str, str | None]:
@@ -54,8 +59,12 @@ def optimism_error(unit: str, published: float, ours: float) -> float:
 
 def phase(mode: str, unit: str) -> str:
     """The serving phase a figure measures, for error bands: TTFT -> prefill; TPOT, ITL
-    and decode throughput -> decode; prefill throughput -> prefill; aggregated, static and
-    other throughput -> aggregated."""
+    and decode throughput -> decode; prefill throughput -> prefill; the throughput of a
+    whole prefill/decode-split system (mode ``disaggregated``) -> disaggregated;
+    aggregated, static and other throughput -> aggregated.  No island role maps to
+    the disaggregated phase: a plan's prefill and decode islands take the bands of their
+    own phases, and end-to-end rows enter only the all-rows class (an island's last
+    fallback), so they neither widen nor narrow a colocated island's band."""
     q = parse(unit)[0]
     if q.startswith("ttft"):
         return "prefill"
@@ -65,6 +74,8 @@ def phase(mode: str, unit: str) -> str:
         return "prefill"
     if mode == "decode":
         return "decode"
+    if mode == "disaggregated":
+        return "disaggregated"
     return "aggregated"
 
 
@@ -74,11 +85,12 @@ def normalise_phase(name: str) -> str:
     key = str(name).strip().lower()
     table = {"prefill": "prefill", "ttft": "prefill", "decode": "decode", "itl": "decode",
              "tpot": "decode", "aggregated": "aggregated", "static": "aggregated",
-             "throughput": "aggregated", "agg": "aggregated"}
+             "throughput": "aggregated", "agg": "aggregated",
+             "disaggregated": "disaggregated"}
     if key not in table:
         raise ValueError(f"unknown phase '{name}' (one of {', '.join(sorted(table))})")
     return table[key]
 
 
-__all__ = ["PHASES", "RATES", "TIMES", "is_time", "normalise_phase", "optimism_error",
-           "parse", "phase", "scope_gpus"]
+__all__ = ["NotPredictable", "PHASES", "RATES", "TIMES", "is_time", "normalise_phase",
+           "optimism_error", "parse", "phase", "scope_gpus"]

@@ -69,3 +69,26 @@ def test_posed_sides_are_checked():
         val.predict(replace(case, concurrency=0))
     with pytest.raises(val.NotPredictable, match="needs both"):
         val.predict(replace(case, decode=None))
+
+
+def test_every_posed_disaggregated_row_poses_a_case():
+    """The posed xPyD rows (posed/inferencex_disagg.yaml) read as cases whose two sides
+    add up to the row's GPUs, and carry no recipe key the reading does not account for."""
+    from perfmodel.validation_disagg import NOT_PRICED
+    from perfmodel.validation_split import load_posed
+
+    rows = [r for r in load_posed() if r["mode"] == "disaggregated"]
+    assert len(rows) == 108
+    for row in rows:
+        case = val.posed_case(row)
+        assert case.prefill is not None and case.decode is not None
+        assert case.prefill.gpus + case.decode.gpus == case.gpus, row["id"]
+        for side in ("prefill", "decode"):
+            keys = set(row[side]) - {"gpus_per_worker"}
+            assert keys <= set(Side.__dataclass_fields__) | set(NOT_PRICED), row["id"]
+
+
+def test_sglang_pass_tokens_take_the_tighter_cap():
+    assert Side(1, 1, 8, 8, budget=-1, max_prefill_tokens=8192).pass_tokens == 8192
+    assert Side(1, 1, 8, 8, budget=16384, max_prefill_tokens=32768).pass_tokens == 16384
+    assert Side(1, 1, 8, 8).pass_tokens == 0

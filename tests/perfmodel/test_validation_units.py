@@ -177,6 +177,6 @@ def test_posed_rows_become_cases_or_say_why_not():
     for row, tag in ((posed(isl=None), "isl null"), (posed(pp=4), "pp > 1"),
                      (posed(model="no-such-model"), "catalog"),
                      (posed(gpu="no-such-gpu"), "catalog"),
-                     (posed(mode="disaggregated"), "no path")):
+                     (posed(mode="colocated"), "no path")):
         with pytest.raises(val.NotPredictable, match=tag):
             val.posed_case(row)
