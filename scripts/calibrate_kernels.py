@@ -40,6 +40,11 @@ from perfmodel.kernels.store import ENGINES, dump_system  # noqa: E402
 
 OUT = ROOT / "perfmodel" / "data" / "kernels"
 HOLDOUT_SHARE = 0.2
+#: Systems whose TRT-LLM one-sided all-to-all (observations.ONE_SIDED) the database
+#: measured on a sibling only: GB300 NVL72 racks have GB200's NVLink-5 switch fabric
+#: (1.8 TB/s per GPU, 72 GPUs) and run the same kernel; its own moe_a2a table measures
+#: DeepEP, which TRT-LLM does not select there.
+ONE_SIDED_FROM = {"gb300": "gb200"}
 #: Held-out GPUs of the transfer validation: (target, source) measured systems.
 TRANSFER_PAIRS = (("h200_sxm", "h100_sxm"), ("b300_sxm", "b200_sxm"), ("l40s", "a100_sxm"))
 
@@ -125,8 +130,12 @@ def collect(systems_dir: Path, system: str, engine: str, current: str, gpu: GPU)
     frames, versions = {}, []
     for name, filename in (("moe_a2a", "moe_a2a_perf.parquet"),
                            ("deepep_normal", "wideep_deepep_normal_perf.parquet"),
-                           ("deepep_ll", "wideep_deepep_ll_perf.parquet")):
+                           ("deepep_ll", "wideep_deepep_ll_perf.parquet"),
+                           ("trtllm_alltoall", "trtllm_alltoall_perf.parquet")):
         got = table("comm", filename)
+        if got is None and name == "trtllm_alltoall" and system in ONE_SIDED_FROM:
+            got = read_table(systems_dir, ONE_SIDED_FROM[system], "comm", engine, filename,
+                             current)
         if got is not None:
             versions.append(got[0])
             frames[name] = got[1]

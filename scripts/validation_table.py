@@ -213,7 +213,12 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "length-biased context a isl + b osl / 2 (`perfmodel/validation_lengths.py`; "
               "a, b from the dataset's per-sample table, `perfmodel/data/length_shapes.yaml`).  "
               "*Disaggregated*: prefill / decode rows whose posing says they come from a "
-              "prefill/decode-split deployment (`DISAGGREGATED` in `perfmodel/validation.py`).",
+              "prefill/decode-split deployment (`DISAGGREGATED` in `perfmodel/validation.py`); "
+              "rows of mode *disaggregated* are whole prefill/decode-split systems (Dynamo "
+              "xPyD) read end to end: a closed-loop client over the prefill workers' passes, "
+              "one KV transfer and the decode workers' batches, each side with its own "
+              "layout and engine limits (`perfmodel/validation_disagg.py`, which lists the "
+              "recipe keys it does not price and why).",
               "",
               "| case | from | GPU | model | mode | engine | unit | published | ours | error "
               "| set | KV flipped | FP8 attention flipped | GPU variant flipped "
@@ -222,7 +227,7 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
     for r in rows:
         if r["scored"]:
             mode = r["mode"] + (" (disaggregated)" if r["deployment"] == "disaggregated"
-                                else "")
+                                and r["mode"] != "disaggregated" else "")
             lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | {mode} | "
                          f"{r['engine']} | {r['unit']} | {val.fmt_value(r['published'])} | "
                          f"{val.fmt_value(r['ours'])} | {_err(r['error'])} | {_set(r)} | "
@@ -344,7 +349,11 @@ def band_lines(rows: list[dict]) -> list[str]:
              "it holds a new exchangeable row with probability >= 0.8, where the sample's "
              "own p10-p90 holds only about 0.8 (n - 1) / (n + 1)); a class with fewer than "
              f"{doc['min_rows']} rows falls back to family x phase, vendor x phase, phase, "
-             "then all rows.  A predicted capacity C becomes C / (1 + p90) .. C / (1 + p10).  "
+             "then all rows.  End-to-end rows of prefill/decode-split systems (mode "
+             "disaggregated) have a phase of their own, which no island role takes: they "
+             "enter a plan's band only through the all-rows class "
+             "(`perfmodel.validation_units.phase`).  "
+             "A predicted capacity C becomes C / (1 + p90) .. C / (1 + p10).  "
              f"**Leave-one-out coverage: {loo['inside']} of {loo['rows']} held-out rows "
              f"({_abs(loo['coverage'])}) fall inside the band of the other held-out rows** "
              "(goal >= 80 %).", "",

@@ -254,16 +254,52 @@ def alltoall_bytes(tokens, hidden, topk, ep, mode: str, elem_bytes: float):
     return tokens * copies * hidden * elem_bytes
 
 
-def alltoall_rows(frames: dict[str, pd.DataFrame]) -> list[Observations]:
-    """DeepEP dispatch/combine within one 8-GPU node (``num_tokens`` per rank).
+#: TensorRT-LLM's MoE communication on a multi-node-NVLink system (GB200 / GB300 NVL72):
+#: ``CommunicationFactory.create_strategy`` tries ``NVLinkOneSided`` first and keeps it
+#: wherever it initialises (tensorrt_llm/_torch/modules/fused_moe/communication/
+#: communication_factory.py, "Priority: NVLinkOneSided > NVLinkTwoSided > NcclEP > DeepEP
+#: > DeepEPLowLatency > AllGather"), so the kernel a deployment runs there is the one
+#: ``trtllm_alltoall_perf`` measures, not the DeepEP kernels of ``moe_a2a_perf``.
+ONE_SIDED = "NVLinkOneSided"
+_A2A_ELEM = {"nvfp4": 0.5625, "fp8": 1.0, "bfloat16": 2.0}
 
-    Sources: ``moe_a2a_perf`` (TRT-LLM, vLLM; latency in us; bytes counted at each row's
-    ``comm_dtype``) and SGLang's ``wideep_deepep_normal`` /
+
+def _one_sided_rows(d: pd.DataFrame) -> list[tuple]:
+    """Rows of TRT-LLM's NVLinkOneSided dispatch and combine (latency in ms), for both
+    modes: the same kernel serves prefill and decode.  The dispatch moves the table's
+    ``moe_dtype`` elements; the combine returns bf16 outputs (``alltoall_combine``; the
+    low-precision combine is an option deployments turn on, not the default)."""
+    d = d[d.kernel_source == ONE_SIDED]
+    rows = []
+    for _, r in d.iterrows():
+        phase = {"alltoall_dispatch": "dispatch", "alltoall_combine": "combine"}.get(
+            str(r.op_name))
+        if phase is None:
+            continue
+        elem = _A2A_ELEM.get(str(r.moe_dtype), 2.0) if phase == "dispatch" else 2.0
+        for mode in ("ll", "normal"):
+            rows.append((mode, phase, r.num_tokens, r.hidden_size, r.topk, r.moe_ep_size,
+                         elem, r.latency * 1e-3))
+    return rows
+
+
+def alltoall_rows(frames: dict[str, pd.DataFrame]) -> list[Observations]:
+    """MoE dispatch/combine (``num_tokens`` per rank).
+
+    Sources: TRT-LLM's ``trtllm_alltoall_perf`` (NVLinkOneSided, up to EP 64 on an NVL72
+    rack: :data:`ONE_SIDED`; where it exists it replaces the table below for TRT-LLM),
+    ``moe_a2a_perf`` (DeepEP within one 8-GPU node, TRT-LLM and vLLM; latency in us;
+    bytes counted at each row's ``comm_dtype``) and SGLang's ``wideep_deepep_normal`` /
     ``wideep_deepep_ll`` (per-phase microseconds; the normal kernel at its most SMs).
     Elements whose dtype the table does not state are counted as bf16.
     """
     rows = []
-    if "moe_a2a" in frames:
+    if "trtllm_alltoall" in frames:
+        rows += _one_sided_rows(frames["trtllm_alltoall"])
+    # the one-sided table spans EP 2-64 at one model shape: its held-out groups are EP
+    # sizes (scripts/calibrate_kernels.py scores unseen ones), the others' model shapes
+    by_ep = bool(rows)
+    if "moe_a2a" in frames and not rows:
         d = frames["moe_a2a"]
         for _, r in d.iterrows():
             mode = "ll" if str(r.comm_backend).endswith("_ll") else "normal"
@@ -287,13 +323,14 @@ def alltoall_rows(frames: dict[str, pd.DataFrame]) -> list[Observations]:
     t = pd.DataFrame(rows, columns=["mode", "phase", "tokens", "hidden", "topk", "ep", "elem",
                                     "latency"])
     out = []
+    keys = ("hidden", "topk", "ep") if by_ep else ("hidden", "topk")
     for (mode, phase), d in t.groupby(["mode", "phase"]):
         nbytes = alltoall_bytes(d.tokens.to_numpy(float), d.hidden.to_numpy(float),
                                 d.topk.to_numpy(float), d.ep.to_numpy(float), mode,
                                 d.elem.to_numpy(float))
         out.append(Observations("alltoall", f"{mode}:{phase}", {"bytes": nbytes},
                                 d.latency.to_numpy(float),
-                                _group(d.hidden, d.topk)))
+                                _group(*(d[k] for k in keys))))
     return out
 
 
