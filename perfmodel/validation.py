@@ -382,8 +382,8 @@ def predict(case: Case) -> float:
             return pt.tpot_s * 1e3
         if q.startswith("ttft"):
             return pt.ttft_s * 1e3
-        tokens = {"output_tok_s": osl, "input_tok_s": isl, "total_tok_s": isl + osl}[q]
-        per_gpu = closed_loop_rps(case, pt) * tokens / case.instance_gpus
+        per_gpu = closed_loop_rps(case, pt) * _tokens_per_request(case, q) \
+            / case.instance_gpus
     return per_gpu * units.scope_gpus(case.unit, case.gpus)
 
 
@@ -403,9 +403,14 @@ def _disaggregated(case: Case, q: str) -> float:
         return pt.ttft_s * 1e3
     if q == "static_e2e_latency_s":
         raise _no_path(case)
-    tokens = {"output_tok_s": case.osl, "input_tok_s": case.isl,
-              "total_tok_s": case.isl + case.osl}[q]
-    return pt.rps * tokens / case.gpus * units.scope_gpus(case.unit, case.gpus)
+    return pt.rps * _tokens_per_request(case, q) / case.gpus * units.scope_gpus(case.unit,
+                                                                               case.gpus)
+
+
+def _tokens_per_request(case: Case, q: str) -> float:
+    """Tokens of one request a rate quantity ``q`` counts (output, input or both)."""
+    return {"output_tok_s": float(case.osl), "input_tok_s": float(case.isl),
+            "total_tok_s": float(case.isl + case.osl)}[q]
 
 
 def error(case: Case, ours: float) -> float:

@@ -112,7 +112,7 @@ class Side:
     def from_posing(cls, entry: dict[str, Any], where: str) -> Side:
         """A side from a posed row's ``prefill`` / ``decode`` mapping (null: default).
         Keys in :data:`NOT_PRICED` are read and left out, for the reason given there."""
-        known = {f for f in cls.__dataclass_fields__}
+        known = set(cls.__dataclass_fields__)
         extra = set(entry) - known - {"gpus_per_worker"} - set(NOT_PRICED)
         if extra:
             raise ValueError(f"{where}: unknown keys {sorted(extra)}")
@@ -159,7 +159,6 @@ def _kv_transfer_s(gpu: GPU, case: Case, side: Side, model) -> float:
 
 def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
     """The closed-loop operating point of a disaggregated row (module docstring)."""
-
     gpu, model = get_gpu(case.gpu), case.spec()
     isl, osl = float(case.isl), float(case.osl)
     cal_p, cal_d = _calibration(case, pre), _calibration(case, dec)
@@ -191,9 +190,13 @@ def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
     cap_dec = dec.workers * dec.dp * b / (osl * t_d)
     t_kv = _kv_transfer_s(gpu, case, pre, model)
 
+    # the fewest prompts per pass / smallest batch whose capacity reaches x: a search on
+    # the running maximum (capacity is not monotone where the kernels change shape)
+    reach_pre, reach_dec = np.maximum.accumulate(cap_pre), np.maximum.accumulate(cap_dec)
+
     def station_times(x: float) -> tuple[float, float, int, int]:
-        i = min(int(np.searchsorted(np.maximum.accumulate(cap_pre), x)), len(q) - 1)
-        j = min(int(np.searchsorted(np.maximum.accumulate(cap_dec), x)), len(b) - 1)
+        i = min(int(np.searchsorted(reach_pre, x)), len(q) - 1)
+        j = min(int(np.searchsorted(reach_dec, x)), len(b) - 1)
         busy = min(x / cap_pre[i], 1.0)  # share of time a prefill group is in a pass
         return float(t_p[i] * (1.0 + 0.5 * busy)), float(t_d[j]), i, j
 
@@ -218,7 +221,6 @@ def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
 
 def sides(case: Case) -> tuple[Side, Side]:
     """The row's prefill and decode sides (both required)."""
-
     if case.prefill is None or case.decode is None:
         raise NotPredictable("posing: a disaggregated row needs both a prefill and a "
                              "decode side")
