@@ -118,13 +118,14 @@ PLAN_AT = ("point", "p10")
 
 @lru_cache(maxsize=256)
 def _derate(gpu: str, engine: str, phase: str, plan_at: str) -> float:
-    """``1 + hi_error`` of the class's band, at least 1 (a pessimistic bound never
-    promises more than the point prediction)."""
-    from perfmodel.error_band import band
+    """``1 + hi_error`` of the class's band as deployed (a prefill or decode island's
+    includes whole disaggregated systems: ``perfmodel.error_band.deployed_band``), at
+    least 1 (a pessimistic bound never promises more than the point prediction)."""
+    from perfmodel.error_band import deployed_band
 
     if plan_at not in PLAN_AT:
         raise InputError(f"--plan-at must be one of {', '.join(PLAN_AT)}, got {plan_at!r}")
-    return max(1.0, 1.0 + band(gpu, engine, phase).hi_error)
+    return max(1.0, 1.0 + deployed_band(gpu, engine, phase).hi_error)
 
 
 DEFAULT_CALIBRATION = Calibration()

@@ -232,5 +232,39 @@ def band(gpu: Any, engine: str, phase: str, *, cross_vendor: bool | None = None,
     return b
 
 
-__all__ = ["BANDS_FILE", "CROSS_VENDOR_WIDEN", "FAMILY_GROUPS", "LEVELS", "MIN_ROWS", "Band",
-           "band", "build", "choose", "family", "fit", "leave_one_out", "shipped", "vendor"]
+#: Phases a deployment runs only as one side of a disaggregated (prefill/decode-split)
+#: system: a prefill or a decode island serves nothing alone.
+SPLIT_PHASES = ("prefill", "decode")
+
+
+def union(a: Band, b: Band) -> Band:
+    """The narrowest band holding both: the lower of the two p10 errors and the higher
+    of the two p90 errors (the class name joins both)."""
+    return Band(min(a.lo_error, b.lo_error), max(a.hi_error, b.hi_error),
+                f"{a.cls} + {b.cls}", a.rows + b.rows, max(a.widened, b.widened))
+
+
+def deployed_band(gpu: Any, engine: str, phase: str, *,
+                  bands: dict[str, Band] | None = None) -> Band:
+    """The band of an island of ``phase`` as a plan deploys it: :func:`band` for an
+    aggregated island; for a prefill or a decode island, the :func:`union` of its
+    phase's band and the band of whole disaggregated systems (phase
+    ``disaggregated``) of its GPU and engine.
+
+    Why both: a phase row (a prefill pass, a decode step) measures the island's own
+    work; an end-to-end disaggregated row also measures what only the whole system
+    shows -- the hand-off of each request from a prefill to a decode worker, its
+    transfer, the queue in front of the prefill workers -- and on those rows the model
+    errs optimistic (docs/validation.md).  A prefill or decode island exists only in
+    such a system, so its capacity carries that evidence too; which of the two classes
+    describes a given deployment better, nothing measured says, so the band holds both.
+    """
+    b = band(gpu, engine, phase, bands=bands)
+    if normalise_phase(phase) in SPLIT_PHASES:
+        b = union(b, band(gpu, engine, "disaggregated", bands=bands))
+    return b
+
+
+__all__ = ["BANDS_FILE", "CROSS_VENDOR_WIDEN", "FAMILY_GROUPS", "LEVELS", "MIN_ROWS",
+           "SPLIT_PHASES", "Band", "band", "build", "choose", "deployed_band", "family",
+           "fit", "leave_one_out", "shipped", "union", "vendor"]

@@ -62,9 +62,10 @@ def phase(mode: str, unit: str) -> str:
     and decode throughput -> decode; prefill throughput -> prefill; the throughput of a
     whole prefill/decode-split system (mode ``disaggregated``) -> disaggregated;
     aggregated, static and other throughput -> aggregated.  No island role maps to
-    the disaggregated phase: a plan's prefill and decode islands take the bands of their
-    own phases, and end-to-end rows enter only the all-rows class (an island's last
-    fallback), so they neither widen nor narrow a colocated island's band."""
+    the disaggregated phase alone: a plan's prefill and decode islands take the union of
+    their own phase's band and this one (``perfmodel.error_band.deployed_band``), and a
+    colocated island's band is its aggregated class's (end-to-end rows reach it only
+    through the all-rows class, its last fallback)."""
     q = parse(unit)[0]
     if q.startswith("ttft"):
         return "prefill"

@@ -3,7 +3,9 @@
 Each serving island's capacity is a perf-model figure; the model's errors on held-out
 published measurements of the island's class -- GPU family x engine x phase
 (:mod:`perfmodel.error_band`) -- say how far the real figure may be from it: a p90 error
-of +20 % means the real capacity may be the predicted one / 1.2.
+of +20 % means the real capacity may be the predicted one / 1.2.  A prefill or decode
+island's band also holds the errors on whole disaggregated systems of its GPU family and
+engine (``perfmodel.error_band.deployed_band``): it serves only as one side of one.
 
 **The plan's band.**  A plan's capacity is a flow through its islands: every request
 is prefilled on one island and decoded on another (or both on a colocated one), and the
@@ -30,7 +32,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfmodel.error_band import band
+from perfmodel.error_band import deployed_band
 
 #: Island role -> the phase class of its errors.
 PHASE_OF_ROLE = {"prefill": "prefill", "decode": "decode", "both": "aggregated"}
@@ -39,7 +41,7 @@ PHASE_OF_ROLE = {"prefill": "prefill", "decode": "decode", "both": "aggregated"}
 def island_band(gpu: str, engine: str, role: str) -> dict[str, Any]:
     """The band of one island: its class, the held-out rows behind it and the factors
     (p10, p90) its capacity is multiplied by."""
-    b = band(gpu, engine, PHASE_OF_ROLE.get(role, "aggregated"))
+    b = deployed_band(gpu, engine, PHASE_OF_ROLE.get(role, "aggregated"))
     p10, p90 = b.capacity(1.0)
     return {"class": b.cls, "rows": b.rows, "p10_factor": p10, "p90_factor": p90,
             "widened": b.widened}

@@ -11,7 +11,7 @@ import pytest
 from perfmodel.aggregated import mixed_pass
 from perfmodel.calibration import Calibration
 from perfmodel.decode import step_model
-from perfmodel.error_band import band
+from perfmodel.error_band import band, deployed_band
 from perfmodel.hardware import get_gpu
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time
@@ -40,10 +40,24 @@ def test_headline_band_is_bounded_by_the_island_that_falls_shortest():
     assert out["p10"] == pytest.approx(100.0 * min(pre["p10_factor"], dec["p10_factor"]))
     assert out["p90"] == pytest.approx(100.0 * min(pre["p90_factor"], dec["p90_factor"]))
     assert out["p10"] <= out["p90"]
-    b = band("H20", "trtllm", "decode")
+    b = deployed_band("H20", "trtllm", "decode")
     assert dec["p10_factor"] == pytest.approx(1.0 / (1.0 + b.hi_error))
     assert band_text({"summary": {"capacity_band": out}}).startswith("p10–p90 ")
     assert plan_band(_plan(islands, rate=0.0)) is None
+
+
+@pytest.mark.parametrize("gpu,engine", [("H200", "trtllm"), ("B200", "sglang"),
+                                        ("MI300X", "vllm")])
+def test_split_phase_islands_carry_the_disaggregated_systems_evidence(gpu, engine):
+    e2e = band(gpu, engine, "disaggregated")
+    for phase in ("prefill", "decode"):
+        own, deployed = band(gpu, engine, phase), deployed_band(gpu, engine, phase)
+        # the union: it holds both classes' bands, and no more
+        assert deployed.lo_error == min(own.lo_error, e2e.lo_error)
+        assert deployed.hi_error == max(own.hi_error, e2e.hi_error)
+        assert own.cls in deployed.cls and e2e.cls in deployed.cls
+    # an aggregated island's band is its own class's, unchanged
+    assert deployed_band(gpu, engine, "aggregated") == band(gpu, engine, "aggregated")
 
 
 def test_a_plan_made_at_p10_has_its_headline_as_the_lower_bound():
@@ -59,7 +73,7 @@ def test_planning_at_p10_derates_every_phase_by_its_class(gpu):
     engine = "vllm"
     point, low = Calibration(engine=engine), Calibration(engine=engine, plan_at="p10")
     for phase in ("prefill", "decode", "aggregated"):
-        want = max(1.0, 1.0 + band(gpu, engine, phase).hi_error)
+        want = max(1.0, 1.0 + deployed_band(gpu, engine, phase).hi_error)
         assert low.time_factor(g, phase) == pytest.approx(want)
         assert point.time_factor(g, phase) == 1.0
     args = (g, m, col(1000.0), col(8), col(1), col(1), 0.0)
