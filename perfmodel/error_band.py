@@ -239,7 +239,10 @@ SPLIT_PHASES = ("prefill", "decode")
 
 def union(a: Band, b: Band) -> Band:
     """The narrowest band holding both: the lower of the two p10 errors and the higher
-    of the two p90 errors (the class name joins both)."""
+    of the two p90 errors (the class name joins both; one class is itself, its rows
+    counted once)."""
+    if a == b:
+        return a
     return Band(min(a.lo_error, b.lo_error), max(a.hi_error, b.hi_error),
                 f"{a.cls} + {b.cls}", a.rows + b.rows, max(a.widened, b.widened))
 

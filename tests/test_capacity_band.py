@@ -11,7 +11,7 @@ import pytest
 from perfmodel.aggregated import mixed_pass
 from perfmodel.calibration import Calibration
 from perfmodel.decode import step_model
-from perfmodel.error_band import band, deployed_band
+from perfmodel.error_band import band, deployed_band, union
 from perfmodel.hardware import get_gpu
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time
@@ -56,6 +56,7 @@ def test_split_phase_islands_carry_the_disaggregated_systems_evidence(gpu, engin
         assert deployed.lo_error == min(own.lo_error, e2e.lo_error)
         assert deployed.hi_error == max(own.hi_error, e2e.hi_error)
         assert own.cls in deployed.cls and e2e.cls in deployed.cls
+    assert union(e2e, e2e) == e2e  # one class is not counted twice
     # an aggregated island's band is its own class's, unchanged
     assert deployed_band(gpu, engine, "aggregated") == band(gpu, engine, "aggregated")
 
