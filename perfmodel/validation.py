@@ -52,6 +52,11 @@ score it.
   xPyD deployments): a closed-loop client of ``concurrency`` requests over a prefill
   station, the KV transfer and a decode station, each side its own workers, layout and
   engine limits (:mod:`perfmodel.validation_disagg`); rates count both sides' GPUs.
+  A row that states its client's ``num_prompts`` is read as that client's finite run,
+  played out request by request on the model's station times -- the start-up burst,
+  the clumped returns to the prefill workers, the queue behind a long pass and the
+  drain (:mod:`perfmodel.benchmark_run`); TTFT and TPOT rows, and rows without
+  ``num_prompts``, keep the steady-state point.
 
 Per-GPU, per-node (8 GPUs) and per-instance (the row's ``gpus``) scopes scale a per-GPU
 rate.  **Error sign**: positive = the model promises more than was measured: ours /
@@ -84,7 +89,7 @@ from perfmodel.hardware import get_gpu
 from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time, prefill_time
-from perfmodel.validation_disagg import Side, disaggregated_point, sides
+from perfmodel.validation_disagg import Side, benchmark_run, disaggregated_point, sides
 from perfmodel.validation_lengths import shape_for
 from perfmodel.validation_units import NotPredictable
 
@@ -389,22 +394,26 @@ def predict(case: Case) -> float:
 
 def _disaggregated(case: Case, q: str) -> float:
     """A disaggregated row's figure (:mod:`perfmodel.validation_disagg`): rates per GPU
-    of both sides together, or the point's TTFT / TPOT."""
+    of both sides together -- of the client's run where the row states its
+    ``num_prompts``, else of the steady-state point -- or the point's TTFT / TPOT."""
     pre, dec = sides(case)
     if pre.gpus + dec.gpus != case.gpus:
         raise NotPredictable(f"posing: gpus {case.gpus} is not prefill {pre.gpus} + "
                              f"decode {dec.gpus}")
     if not case.concurrency:
         raise NotPredictable("posing: a disaggregated row needs the client's concurrency")
-    pt = disaggregated_point(case, pre, dec)
-    if q in ("tpot_ms", "itl_ms"):
-        return pt.tpot_s * 1e3
-    if q.startswith("ttft"):
-        return pt.ttft_s * 1e3
     if q == "static_e2e_latency_s":
         raise _no_path(case)
-    return pt.rps * _tokens_per_request(case, q) / case.gpus * units.scope_gpus(case.unit,
-                                                                               case.gpus)
+    if q in ("tpot_ms", "itl_ms") or q.startswith("ttft"):
+        pt = disaggregated_point(case, pre, dec)
+        return (pt.tpot_s if q in ("tpot_ms", "itl_ms") else pt.ttft_s) * 1e3
+    if case.num_prompts:  # the client's finite run, played out (perfmodel.benchmark_run)
+        run = benchmark_run(case, pre, dec)
+        rps = run.output_tokens_per_s / float(case.osl)
+    else:
+        rps = disaggregated_point(case, pre, dec).rps
+    return rps * _tokens_per_request(case, q) / case.gpus * units.scope_gpus(case.unit,
+                                                                            case.gpus)
 
 
 def _tokens_per_request(case: Case, q: str) -> float:

@@ -32,6 +32,14 @@ fewest prompts per pass, the smallest running batch), so a request spends
 each on the optimistic side: queueing beyond the pass under way, the router's and the
 transfer engine's own overheads, waiting for a decode slot, and imbalance between
 workers.
+
+That steady state is the reading of a TTFT or TPOT row.  A rate row whose client's
+``num_prompts`` is stated is read instead as that client's finite run, played out
+request by request on the same station times (:class:`Stations`,
+:func:`benchmark_run`, :mod:`perfmodel.benchmark_run`): it carries the start-up
+burst, the queue behind a long pass and the drain that the steady state omits.  On the
+70 calibration rows it moved the median signed error from +11.1 % to +7.3 % and the
+median |error| from 16.0 % to 11.4 % (no held-out row was read to choose it).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.benchmark_run import BenchmarkRun, closed_loop_run
 from perfmodel.decode import step_model
 from perfmodel.hardware import GPU, get_gpu
 from perfmodel.memory import (
@@ -157,8 +166,22 @@ def _kv_transfer_s(gpu: GPU, case: Case, side: Side, model) -> float:
     return per_gpu / (link * 1e9) if link > 0 else 0.0
 
 
-def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
-    """The closed-loop operating point of a disaggregated row (module docstring)."""
+@dataclass(frozen=True)
+class Stations:
+    """The model's station times for a row: a pass of ``q`` prompts on one prefill
+    attention group (``pass_s[q - 1]``, ``q`` up to the token budget's), the KV
+    transfer, and a decode step of ``b`` sequences on one decode group (``step_s[b -
+    1]``, ``b`` up to what memory and the engine allow)."""
+
+    prefill_groups: int
+    pass_s: np.ndarray
+    transfer_s: float
+    decode_groups: int
+    step_s: np.ndarray
+
+
+def stations(case: Case, pre: Side, dec: Side) -> Stations:
+    """The :class:`Stations` of a disaggregated row (module docstring)."""
     gpu, model = get_gpu(case.gpu), case.spec()
     isl, osl = float(case.isl), float(case.osl)
     cal_p, cal_d = _calibration(case, pre), _calibration(case, dec)
@@ -169,7 +192,6 @@ def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
     t_p = np.asarray(prefill_pass_time(gpu, model, isl, _col(pre.tp), _col(pre.dp),
                                        _col(pre.ep), 0.0, cal_p, q[None, :]),
                      float).ravel()
-    cap_pre = pre.workers * pre.dp * q / t_p
 
     # decode: step time for b = 1 .. the largest batch memory and the engine allow
     sized = float(kv_per_sequence(cal_d, isl, osl, 0.5 * osl))  # as aggregated_point
@@ -187,8 +209,29 @@ def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
     b = np.arange(1, int(b_max) + 1, dtype=float)
     sm = step_model(gpu, model, b[None, :], _col(dec.tp), _col(dec.dp), _col(dec.ep), cal_d)
     t_d = np.asarray(sm.step_time(isl + 0.5 * osl), float).ravel()
-    cap_dec = dec.workers * dec.dp * b / (osl * t_d)
-    t_kv = _kv_transfer_s(gpu, case, pre, model)
+    return Stations(pre.workers * pre.dp, t_p, _kv_transfer_s(gpu, case, pre, model),
+                    dec.workers * dec.dp, t_d)
+
+
+def benchmark_run(case: Case, pre: Side, dec: Side) -> BenchmarkRun:
+    """The row's client run played out on the model's stations
+    (:mod:`perfmodel.benchmark_run`): ``num_prompts`` requests, ``concurrency`` in
+    flight."""
+    st = stations(case, pre, dec)
+    return closed_loop_run(st.prefill_groups, st.pass_s, st.transfer_s, st.decode_groups,
+                           st.step_s, int(case.concurrency), int(case.num_prompts),
+                           float(case.osl))
+
+
+def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
+    """The closed-loop steady state of a disaggregated row (module docstring)."""
+    st = stations(case, pre, dec)
+    osl = float(case.osl)
+    t_p, t_d, t_kv = st.pass_s, st.step_s, st.transfer_s
+    q = np.arange(1, len(t_p) + 1, dtype=float)
+    b = np.arange(1, len(t_d) + 1, dtype=float)
+    cap_pre = st.prefill_groups * q / t_p
+    cap_dec = st.decode_groups * b / (osl * t_d)
 
     # the fewest prompts per pass / smallest batch whose capacity reaches x: a search on
     # the running maximum (capacity is not monotone where the kernels change shape)
@@ -227,4 +270,5 @@ def sides(case: Case) -> tuple[Side, Side]:
     return case.prefill, case.decode
 
 
-__all__ = ["NOT_PRICED", "DisaggregatedPoint", "Side", "disaggregated_point", "sides"]
+__all__ = ["NOT_PRICED", "DisaggregatedPoint", "Side", "Stations", "benchmark_run",
+           "disaggregated_point", "sides", "stations"]

@@ -218,7 +218,10 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "xPyD) read end to end: a closed-loop client over the prefill workers' passes, "
               "one KV transfer and the decode workers' batches, each side with its own "
               "layout and engine limits (`perfmodel/validation_disagg.py`, which lists the "
-              "recipe keys it does not price and why).",
+              "recipe keys it does not price and why); where the row states its client's "
+              "number of prompts, its rate is that client's finite run played out request "
+              "by request on the same station times -- start-up burst, queue behind a "
+              "long prefill pass, drain (`perfmodel/benchmark_run.py`).",
               "",
               "| case | from | GPU | model | mode | engine | unit | published | ours | error "
               "| set | KV flipped | FP8 attention flipped | GPU variant flipped "

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from perfmodel import validation as val
-from perfmodel.validation_disagg import Side, disaggregated_point
+from perfmodel.validation_disagg import Side, benchmark_run, disaggregated_point
 
 PRE = Side(workers=1, tp=8, dp=1, ep=8, budget=16384)
 DEC = Side(workers=1, tp=8, dp=1, ep=8)
@@ -92,3 +92,28 @@ def test_sglang_pass_tokens_take_the_tighter_cap():
     assert Side(1, 1, 8, 8, budget=-1, max_prefill_tokens=8192).pass_tokens == 8192
     assert Side(1, 1, 8, 8, budget=16384, max_prefill_tokens=32768).pass_tokens == 16384
     assert Side(1, 1, 8, 8).pass_tokens == 0
+
+
+@pytest.mark.parametrize("clients", [1, 16, 256, 4096])
+def test_the_run_never_beats_the_steady_state(clients):
+    """Start-up, clumping and drain only cost: the played-out rate stays at or below
+    the steady state's, and within reach of it."""
+    case = _case(concurrency=clients, num_prompts=10 * clients)
+    run = benchmark_run(case, PRE, DEC)
+    steady = disaggregated_point(case, PRE, DEC).rps
+    rate = run.output_tokens_per_s / case.osl
+    assert rate <= steady * 1.01
+    assert rate >= 0.5 * steady
+
+
+def test_rate_rows_with_num_prompts_are_read_as_the_run():
+    case = _case(concurrency=64, num_prompts=640)
+    run = benchmark_run(case, PRE, DEC)
+    assert val.predict(case) == pytest.approx(run.output_tokens_per_s / case.gpus)
+    # a TTFT row keeps the steady-state point; so does a rate row without num_prompts
+    ttft = replace(case, unit="ttft_ms")
+    assert val.predict(ttft) == pytest.approx(
+        disaggregated_point(case, PRE, DEC).ttft_s * 1e3)
+    steady = replace(case, num_prompts=0)
+    assert val.predict(steady) == pytest.approx(
+        disaggregated_point(case, PRE, DEC).rps * case.osl / case.gpus)

@@ -1,0 +1,197 @@
+"""A benchmark client's finite closed-loop run against a disaggregated deployment.
+
+The published disaggregated rows (InferenceX's multi-node sweeps) were measured by one
+client, SemiAnalysis's ``sa-bench`` (srt-slurm ``src/srtctl/benchmarks/scripts/sa-bench/
+bench.sh``): after a separate warm-up run it sends ``N = 10 C`` prompts with at most
+``C`` in flight (``--num-prompts $((concurrency * 10)) --max-concurrency $concurrency
+--request-rate inf``), random lengths drawn uniformly from ``[r L, L]`` with ``r`` the
+``--random-range-ratio`` (0.8, the script's default) and ``--ignore-eos``, and reports
+the output tokens of all ``N`` requests over the run's wall time.
+
+That is not the steady state the Little's-law reading of
+:mod:`perfmodel.validation_disagg` solves for.  The run starts with ``C`` prompts at
+once, so the prefill workers begin with a queue ``C`` deep; requests of similar length
+finish together and return to the prefill side in clumps; a prefill worker then takes
+everything waiting, up to its token budget, into one long pass, and a prompt that
+arrives during it waits for the whole pass; and the run ends with a drain in which the
+decode batch empties.  Each of these is on the side of a lower measured rate, and the
+steady-state reading omits all of them.  This module plays the run out instead, event
+by event, on the model's own station times:
+
+* **prefill**: ``G_p`` attention groups (``workers x dp`` of the prefill side); a
+  request joins the group with the fewest prompts waiting or in a pass (ties to the
+  lowest index); a group that is idle, or has just ended a pass, starts a pass of
+  every prompt waiting (those sent at the same instant included), at most ``q_max``
+  (the token budget's), which takes ``t_p(q)`` -- first come, first served;
+* **KV transfer**: a fixed ``t_kv`` after the pass ends, when the request's first token
+  is counted (its TTFT) and it joins a decode group;
+* **decode**: ``G_d`` groups; a request joins the one with the fewest sequences
+  running or waiting; a group runs at most ``b_max`` sequences (the rest wait in its
+  queue) and steps all of them at ``t_d(b)`` for its current ``b`` -- continuously:
+  a step boundary is not waited for, and a sequence that needs ``o`` tokens leaves
+  after ``o - 1`` steps (its first token came from the prefill);
+* **client**: each completion releases the next of the ``N`` prompts at once.
+
+Output lengths are drawn from a generator seeded by :data:`SEED` (the same run every
+time).  Prompt lengths enter at their mean (``t_p`` is priced at the row's ``isl``).
+
+Still omitted, each on the optimistic side: the routers' and the transfer engine's
+own latency, attention-DP ranks waiting for each other, expert-load imbalance between
+workers, and any stall of a decode group while it receives a KV cache.  The router
+rule (join the least-loaded group) is itself the optimistic end of the choices an
+operator has; Dynamo's default for these runs is not stated in the recipes.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+#: sa-bench's default ``--random-range-ratio`` (bench.sh ``RANDOM_RANGE_RATIO=${12:-0.8}``).
+RANGE_RATIO = 0.8
+#: Seed of the output-length draw.
+SEED = 20261202
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    output_tokens_per_s: float  # all requests' output tokens over the run's wall time
+    mean_ttft_s: float
+    median_ttft_s: float
+    wall_s: float
+    requests: int
+
+
+def output_lengths(mean_osl: float, n: int, ratio: float = RANGE_RATIO,
+                   seed: int = SEED) -> np.ndarray:
+    """``n`` output lengths uniform on ``[ratio L, L]`` whose mean is ``mean_osl`` (the
+    posed ``osl`` is the client's mean, ``L (1 + ratio) / 2``), at least 1 token."""
+    top = float(mean_osl) / (0.5 * (1.0 + ratio))
+    draw = np.random.default_rng(seed).uniform(ratio * top, top, int(n))
+    return np.maximum(np.round(draw), 1.0).astype(np.int64)
+
+
+def closed_loop_run(prefill_groups: int, pass_s: np.ndarray, transfer_s: float,
+                    decode_groups: int, step_s: np.ndarray, concurrency: int,
+                    requests: int, mean_osl: float) -> BenchmarkRun:
+    """Play out the client's run (module docstring).  ``pass_s[q - 1]``: a prefill pass
+    of ``q`` prompts, ``q = 1 .. q_max``; ``step_s[b - 1]``: a decode step of ``b``
+    sequences, ``b = 1 .. b_max``.  Cached on its arguments (every one is a number or
+    a table of numbers)."""
+    return _run(int(prefill_groups), tuple(map(float, np.ravel(pass_s))), float(transfer_s),
+                int(decode_groups), tuple(map(float, np.ravel(step_s))), int(concurrency),
+                int(requests), float(mean_osl))
+
+
+@lru_cache(maxsize=1024)
+def _run(g_p: int, pass_s: tuple[float, ...], t_kv: float, g_d: int,
+         step_s: tuple[float, ...], clients: int, n: int, mean_osl: float) -> BenchmarkRun:
+    if min(g_p, g_d, clients, n) < 1 or not pass_s or not step_s:
+        raise ValueError("a run needs a group on each side, a client and a request")
+    outs = output_lengths(mean_osl, n)
+    q_max, b_max = len(pass_s), len(step_s)
+    # (time, order, kind, group or request, version): plain tuples, ordered by time and
+    # then by the order they were pushed in (deterministic ties)
+    events: list[tuple[float, int, int, int, int]] = []
+    order = 0
+    waiting: list[list[int]] = [[] for _ in range(g_p)]
+    in_pass: list[list[int]] = [[] for _ in range(g_p)]
+    p_load = [0] * g_p  # prompts waiting or in a pass, per prefill group
+    kicked = [False] * g_p  # an idle group's start is pending at the current instant
+    # per decode group: heap of (step count at which a sequence leaves, request), steps
+    # taken so far, time they were last counted at, and the version of its next event
+    # (an event from before the group's batch changed is stale)
+    targets: list[list[tuple[float, int]]] = [[] for _ in range(g_d)]
+    steps = [0.0] * g_d
+    clock = [0.0] * g_d
+    version = [0] * g_d
+    queued: list[list[int]] = [[] for _ in range(g_d)]
+    d_load = [0] * g_d  # sequences running or queued, per decode group
+    sent = np.zeros(n)
+    ttft = np.zeros(n)
+    last_done = 0.0
+    issued = 0
+
+    def push(t: float, kind: int, who: int, ver: int = 0) -> None:
+        nonlocal order
+        order += 1
+        heapq.heappush(events, (t, order, kind, who, ver))
+
+    def start_pass(g: int, now: float) -> None:
+        k = min(len(waiting[g]), q_max)
+        in_pass[g], waiting[g] = waiting[g][:k], waiting[g][k:]
+        push(now + pass_s[k - 1], _PASS_END, g)
+
+    def issue(now: float) -> None:
+        nonlocal issued
+        r, issued = issued, issued + 1
+        sent[r] = now
+        g = p_load.index(min(p_load))
+        p_load[g] += 1
+        waiting[g].append(r)
+        if not in_pass[g] and not kicked[g]:
+            # the idle group schedules after everything else at this instant: prompts
+            # sent together (the opening burst, a step's completions) share its pass
+            kicked[g] = True
+            push(now, _START, g)
+
+    def advance(g: int, now: float) -> None:
+        if targets[g]:
+            steps[g] += (now - clock[g]) / step_s[len(targets[g]) - 1]
+        clock[g] = now
+
+    def reschedule(g: int, now: float) -> None:
+        version[g] += 1
+        if targets[g]:
+            left = max(targets[g][0][0] - steps[g], 0.0)
+            push(now + left * step_s[len(targets[g]) - 1], _STEP_DONE, g, version[g])
+
+    for _ in range(min(clients, n)):
+        issue(0.0)
+    while events:
+        now, _, kind, who, ver = heapq.heappop(events)
+        if kind == _PASS_END:
+            for r in in_pass[who]:
+                ttft[r] = now + t_kv - sent[r]
+                push(now + t_kv, _ARRIVE, r)
+            p_load[who] -= len(in_pass[who])
+            in_pass[who] = []
+            if waiting[who]:
+                start_pass(who, now)
+        elif kind == _START:
+            kicked[who] = False
+            if waiting[who] and not in_pass[who]:
+                start_pass(who, now)
+        elif kind == _ARRIVE:
+            g = d_load.index(min(d_load))
+            d_load[g] += 1
+            advance(g, now)
+            if len(targets[g]) >= b_max:
+                queued[g].append(who)
+                continue
+            heapq.heappush(targets[g], (steps[g] + outs[who] - 1, who))
+            reschedule(g, now)
+        elif ver == version[who]:  # _STEP_DONE, not stale
+            g = who
+            advance(g, now)
+            while targets[g] and targets[g][0][0] <= steps[g] + 1e-9:
+                heapq.heappop(targets[g])
+                d_load[g] -= 1
+                last_done = now
+                if issued < n:
+                    issue(now)
+            while queued[g] and len(targets[g]) < b_max:
+                r = queued[g].pop(0)
+                heapq.heappush(targets[g], (steps[g] + outs[r] - 1, r))
+            reschedule(g, now)
+    return BenchmarkRun(float(outs.sum()) / last_done, float(ttft.mean()),
+                        float(np.median(ttft)), float(last_done), n)
+
+
+_PASS_END, _START, _ARRIVE, _STEP_DONE = 0, 1, 2, 3
+
+
+__all__ = ["RANGE_RATIO", "SEED", "BenchmarkRun", "closed_loop_run", "output_lengths"]

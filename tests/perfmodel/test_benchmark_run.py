@@ -1,0 +1,52 @@
+"""The finite closed-loop run of a benchmark client over a disaggregated deployment
+(perfmodel.benchmark_run); its use as the rate reading of disaggregated rows is tested
+with the rest of that reading (tests/perfmodel/test_validation_disagg.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.benchmark_run import RANGE_RATIO, closed_loop_run, output_lengths
+
+
+def test_output_lengths_span_the_clients_range_around_the_posed_mean():
+    o = output_lengths(921.5, 20000)
+    top = 921.5 / (0.5 * (1 + RANGE_RATIO))
+    assert o.min() >= np.floor(RANGE_RATIO * top) and o.max() <= np.ceil(top)
+    assert o.mean() == pytest.approx(921.5, rel=0.01)
+    assert np.array_equal(o, output_lengths(921.5, 20000))  # seeded: the same draw
+
+
+def test_one_client_runs_its_requests_back_to_back():
+    """One client, one group each side, constant station times: every request takes
+    its pass, the transfer and o - 1 steps, and the run is their sum."""
+    n, t_p, t_kv, t_d = 7, 0.25, 0.01, 0.02
+    run = closed_loop_run(1, np.array([t_p]), t_kv, 1, np.array([t_d]), 1, n, 100.0)
+    o = output_lengths(100.0, n)
+    wall = float(np.sum(t_p + t_kv + (o - 1) * t_d))
+    assert run.wall_s == pytest.approx(wall, rel=1e-9)
+    assert run.output_tokens_per_s == pytest.approx(o.sum() / wall, rel=1e-9)
+    assert run.mean_ttft_s == pytest.approx(t_p + t_kv)
+
+
+def test_a_burst_queues_behind_the_prefill_and_the_decode_batch_cap():
+    """Four prompts at once on a group that prefills one per pass: the k-th waits k
+    passes; a decode group of one slot serialises their decodes."""
+    run = closed_loop_run(1, np.array([1.0]), 0.0, 1, np.array([0.001]), 4, 4, 10.0)
+    assert run.mean_ttft_s == pytest.approx((1 + 2 + 3 + 4) / 4)
+    wide = closed_loop_run(1, np.array([1.0, 1.2, 1.4, 1.6]), 0.0, 1,
+                           np.array([0.001] * 4), 4, 4, 10.0)
+    assert wide.mean_ttft_s == pytest.approx(1.6)  # one pass takes all four
+    one_slot = closed_loop_run(1, np.array([1.0, 1.2, 1.4, 1.6]), 0.0, 1,
+                               np.array([0.5]), 4, 4, 10.0)
+    four_slots = closed_loop_run(1, np.array([1.0, 1.2, 1.4, 1.6]), 0.0, 1,
+                                 np.array([0.5] * 4), 4, 4, 10.0)
+    assert one_slot.wall_s > 3.5 * (four_slots.wall_s - 1.6)
+
+
+def test_a_run_needs_both_sides_and_a_client():
+    with pytest.raises(ValueError, match="needs a group"):
+        closed_loop_run(0, np.array([1.0]), 0.0, 1, np.array([0.1]), 1, 1, 10.0)
+    with pytest.raises(ValueError, match="needs a group"):
+        closed_loop_run(1, np.array([1.0]), 0.0, 1, np.array([0.1]), 0, 1, 10.0)
