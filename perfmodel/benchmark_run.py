@@ -18,18 +18,24 @@ decode batch empties.  Each of these is on the side of a lower measured rate, an
 steady-state reading omits all of them.  This module plays the run out instead, event
 by event, on the model's own station times:
 
-* **prefill**: ``G_p`` attention groups (``workers x dp`` of the prefill side); a
-  request joins the group with the fewest prompts waiting or in a pass (ties to the
-  lowest index); a group that is idle, or has just ended a pass, starts a pass of
-  every prompt waiting (those sent at the same instant included), at most ``q_max``
-  (the token budget's), which takes ``t_p(q)`` -- first come, first served;
+* **routing** (:class:`Routing`): the frontend deals requests to a side's workers in
+  turn (round robin: Dynamo's frontend default, ``--router-mode round-robin``, which the
+  srt-slurm recipes of these rows do not override), and a worker hands each to one of
+  its ``dp`` attention groups by its engine's rule -- in turn for SGLang
+  (``--load-balance-method round_robin``, which the recipes set, with
+  ``--prefill-round-robin-balance`` so that prefill and decode agree on the rank), to
+  the group with the fewest requests for TensorRT-LLM (its attention-DP request
+  balancing) and vLLM (its DP load balancer): :data:`DP_BALANCE`;
+* **prefill**: ``G_p`` attention groups (``workers x dp`` of the prefill side); a group
+  that is idle, or has just ended a pass, starts a pass of every prompt waiting (those
+  sent at the same instant included), at most ``q_max`` (the token budget's), which
+  takes ``t_p(q)`` -- first come, first served;
 * **KV transfer**: a fixed ``t_kv`` after the pass ends, when the request's first token
   is counted (its TTFT) and it joins a decode group;
-* **decode**: ``G_d`` groups; a request joins the one with the fewest sequences
-  running or waiting; a group runs at most ``b_max`` sequences (the rest wait in its
-  queue) and steps all of them at ``t_d(b)`` for its current ``b`` -- continuously:
-  a step boundary is not waited for, and a sequence that needs ``o`` tokens leaves
-  after ``o - 1`` steps (its first token came from the prefill);
+* **decode**: ``G_d`` groups; a group runs at most ``b_max`` sequences (the rest wait
+  in its queue) and steps all of them at ``t_d(b)`` for its current ``b`` --
+  continuously: a step boundary is not waited for, and a sequence that needs ``o``
+  tokens leaves after ``o - 1`` steps (its first token came from the prefill);
 * **client**: each completion releases the next of the ``N`` prompts at once.
 
 Output lengths are drawn from a generator seeded by :data:`SEED` (the same run every
@@ -37,9 +43,13 @@ time).  Prompt lengths enter at their mean (``t_p`` is priced at the row's ``isl
 
 Still omitted, each on the optimistic side: the routers' and the transfer engine's
 own latency, attention-DP ranks waiting for each other, expert-load imbalance between
-workers, and any stall of a decode group while it receives a KV cache.  The router
-rule (join the least-loaded group) is itself the optimistic end of the choices an
-operator has; Dynamo's default for these runs is not stated in the recipes.
+workers, and any stall of a decode group while it receives a KV cache.  Routing every
+request to the least-loaded group of the whole side (``Routing.pooled``) was this
+reading's rule before the routers' defaults were looked up; it is what an ``int`` group
+count means here, and each row reports its error under it
+(``perfmodel.validation.FLIPS["router"]``).  It is not better in every run: it breaks
+ties to the first group, and can send a released prompt to a group about to start a
+pass where dealing in turn would not.
 """
 
 from __future__ import annotations
@@ -55,6 +65,14 @@ import numpy as np
 RANGE_RATIO = 0.8
 #: Seed of the output-length draw.
 SEED = 20261202
+#: How a worker spreads requests over its attention-DP groups, by engine (module
+#: docstring): SGLang ``--load-balance-method round_robin`` (srt-slurm recipes; SGLang's
+#: server_args default); TensorRT-LLM balances new requests over attention-DP ranks by
+#: their active requests (``tensorrt_llm/_torch/pyexecutor`` request queue, a min-heap of
+#: rank loads); vLLM's DP coordinator picks the engine with the fewest waiting and
+#: running requests.
+DP_BALANCE = {"sglang": "round_robin", "trtllm": "least_loaded", "vllm": "least_loaded"}
+RULES = ("round_robin", "least_loaded")
 #: Event kinds of the run.
 _PASS_END, _START, _ARRIVE, _STEP_DONE = 0, 1, 2, 3
 
@@ -66,6 +84,54 @@ class BenchmarkRun:
     wall_s: float
 
 
+@dataclass(frozen=True)
+class Routing:
+    """How one side's requests reach its ``workers x dp`` attention groups: the frontend
+    deals them to the workers in turn, and a worker to its groups by ``within``
+    (:data:`RULES`)."""
+
+    workers: int
+    dp: int = 1
+    within: str = "least_loaded"
+
+    def __post_init__(self) -> None:
+        if self.workers < 1 or self.dp < 1 or self.within not in RULES:
+            raise ValueError(f"routing needs workers, dp >= 1 and a rule of {RULES}")
+
+    @property
+    def groups(self) -> int:
+        return self.workers * self.dp
+
+    @classmethod
+    def pooled(cls, groups: int) -> Routing:
+        """Every request to the least-loaded of all ``groups`` (ties to the first)."""
+        return cls(1, int(groups), "least_loaded")
+
+
+class _Router:
+    """The routing state of one side during a run."""
+
+    def __init__(self, routing: Routing) -> None:
+        self.r = routing
+        self.next_worker = 0
+        self.next_rank = [0] * routing.workers
+
+    def pick(self, load: list[int]) -> int:
+        w = self.next_worker
+        self.next_worker = (w + 1) % self.r.workers
+        first = w * self.r.dp
+        if self.r.within == "round_robin":
+            k = self.next_rank[w]
+            self.next_rank[w] = (k + 1) % self.r.dp
+            return first + k
+        ranks = load[first:first + self.r.dp]
+        return first + ranks.index(min(ranks))
+
+
+def _routing(side: int | Routing) -> Routing:
+    return side if isinstance(side, Routing) else Routing.pooled(int(side))
+
+
 def output_lengths(mean_osl: float, n: int, ratio: float = RANGE_RATIO,
                    seed: int = SEED) -> np.ndarray:
     """``n`` output lengths uniform on ``[ratio L, L]`` whose mean is ``mean_osl`` (the
@@ -75,23 +141,28 @@ def output_lengths(mean_osl: float, n: int, ratio: float = RANGE_RATIO,
     return np.maximum(np.round(draw), 1.0).astype(np.int64)
 
 
-def closed_loop_run(prefill_groups: int, pass_s: np.ndarray, transfer_s: float,
-                    decode_groups: int, step_s: np.ndarray, concurrency: int,
+def closed_loop_run(prefill: int | Routing, pass_s: np.ndarray, transfer_s: float,
+                    decode: int | Routing, step_s: np.ndarray, concurrency: int,
                     requests: int, mean_osl: float) -> BenchmarkRun:
-    """Play out the client's run (module docstring).  ``pass_s[q - 1]``: a prefill pass
-    of ``q`` prompts, ``q = 1 .. q_max``; ``step_s[b - 1]``: a decode step of ``b``
-    sequences, ``b = 1 .. b_max``.  Cached on its arguments (every one is a number or
-    a table of numbers)."""
-    return _run(int(prefill_groups), tuple(map(float, np.ravel(pass_s))), float(transfer_s),
-                int(decode_groups), tuple(map(float, np.ravel(step_s))), int(concurrency),
+    """Play out the client's run (module docstring).  ``prefill`` / ``decode``: each
+    side's :class:`Routing`, or its group count (routed :meth:`Routing.pooled`);
+    ``pass_s[q - 1]``: a prefill pass of ``q`` prompts, ``q = 1 .. q_max``;
+    ``step_s[b - 1]``: a decode step of ``b`` sequences, ``b = 1 .. b_max``.  Cached on
+    its arguments (every one is a number, a routing or a table of numbers)."""
+    if min(int(concurrency), int(requests)) < 1:
+        raise ValueError("a run needs a client and a request")
+    return _run(_routing(prefill), tuple(map(float, np.ravel(pass_s))), float(transfer_s),
+                _routing(decode), tuple(map(float, np.ravel(step_s))), int(concurrency),
                 int(requests), float(mean_osl))
 
 
 @lru_cache(maxsize=1024)
-def _run(g_p: int, pass_s: tuple[float, ...], t_kv: float, g_d: int,
+def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Routing,
          step_s: tuple[float, ...], clients: int, n: int, mean_osl: float) -> BenchmarkRun:
-    if min(g_p, g_d, clients, n) < 1 or not pass_s or not step_s:
-        raise ValueError("a run needs a group on each side, a client and a request")
+    if not pass_s or not step_s:
+        raise ValueError("a run needs a pass time and a step time")
+    g_p, g_d = route_p.groups, route_d.groups
+    to_prefill, to_decode = _Router(route_p), _Router(route_d)
     outs = output_lengths(mean_osl, n)
     q_max, b_max = len(pass_s), len(step_s)
     # (time, order, kind, group or request, version): plain tuples, ordered by time and
@@ -130,7 +201,7 @@ def _run(g_p: int, pass_s: tuple[float, ...], t_kv: float, g_d: int,
         nonlocal issued
         r, issued = issued, issued + 1
         sent[r] = now
-        g = p_load.index(min(p_load))
+        g = to_prefill.pick(p_load)
         p_load[g] += 1
         waiting[g].append(r)
         if not in_pass[g] and not kicked[g]:
@@ -167,7 +238,7 @@ def _run(g_p: int, pass_s: tuple[float, ...], t_kv: float, g_d: int,
             if waiting[who] and not in_pass[who]:
                 start_pass(who, now)
         elif kind == _ARRIVE:
-            g = d_load.index(min(d_load))
+            g = to_decode.pick(d_load)
             d_load[g] += 1
             advance(g, now)
             if len(targets[g]) >= b_max:
@@ -191,4 +262,5 @@ def _run(g_p: int, pass_s: tuple[float, ...], t_kv: float, g_d: int,
     return BenchmarkRun(float(outs.sum()) / last_done, float(ttft.mean()), float(last_done))
 
 
-__all__ = ["RANGE_RATIO", "SEED", "BenchmarkRun", "closed_loop_run", "output_lengths"]
+__all__ = ["DP_BALANCE", "RANGE_RATIO", "RULES", "SEED", "BenchmarkRun", "Routing",
+           "closed_loop_run", "output_lengths"]

@@ -55,8 +55,9 @@ score it.
   A row that states its client's ``num_prompts`` is read as that client's finite run,
   played out request by request on the model's station times -- the start-up burst,
   the clumped returns to the prefill workers, the queue behind a long pass and the
-  drain (:mod:`perfmodel.benchmark_run`); TTFT and TPOT rows, and rows without
-  ``num_prompts``, keep the steady-state point.
+  drain (:mod:`perfmodel.benchmark_run`), each side's requests routed as its frontend
+  and engine route them (``validation_disagg.routing``); TTFT and TPOT rows, and rows
+  without ``num_prompts``, keep the steady-state point.
 
 Per-GPU, per-node (8 GPUs) and per-instance (the row's ``gpus``) scopes scale a per-GPU
 rate.  **Error sign**: positive = the model promises more than was measured: ours /
@@ -171,6 +172,10 @@ class Case:
     #: The two sides of a ``disaggregated`` row (:mod:`perfmodel.validation_disagg`).
     prefill: Side | None = None
     decode: Side | None = None
+    #: How a disaggregated row's client run routes requests to each side's groups
+    #: (``perfmodel.validation_disagg.ROUTERS``): "" as the frontend and engine do,
+    #: "pooled" to the least-loaded group of the side (the flipped assumption).
+    router: str = ""
 
     @property
     def dense(self) -> bool:
@@ -407,7 +412,7 @@ def _disaggregated(case: Case, q: str) -> float:
     if q in ("tpot_ms", "itl_ms") or q.startswith("ttft"):
         pt = disaggregated_point(case, pre, dec)
         return (pt.tpot_s if q in ("tpot_ms", "itl_ms") else pt.ttft_s) * 1e3
-    if case.num_prompts:  # the client's finite run, played out (perfmodel.benchmark_run)
+    if _reads_run(case):  # the client's finite run, played out (perfmodel.benchmark_run)
         run = benchmark_run(case, pre, dec)
         rps = run.output_tokens_per_s / float(case.osl)
     else:
@@ -455,13 +460,24 @@ def _no_serving_stack(case: Case) -> Case | None:
 #: names only the GPU family on the family's other form factor, and -- for a GPU priced
 #: from vendor priors -- without the serving-stack factors fitted on calibration rows,
 #: and -- for a row that ran a variable-length dataset -- at its mean lengths instead of
-#: the dataset's length shape (None: not an assumption of this row).
+#: the dataset's length shape, and -- for a disaggregated rate row read as its client's
+#: run -- with every request routed to the least-loaded group of its side instead of the
+#: frontend's and the engine's rules (None: not an assumption of this row).
 FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
     "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention),
     "gpu_variant": _other_variant,
     "serving_stack": _no_serving_stack,
-    "lengths": lambda c: replace(c, dataset="") if shape_for(c.dataset) else None}
+    "lengths": lambda c: replace(c, dataset="") if shape_for(c.dataset) else None,
+    "router": lambda c: replace(c, router="pooled") if _reads_run(c) else None}
+
+
+def _reads_run(case: Case) -> bool:
+    """Whether a row is read as its client's run (a disaggregated rate row that states
+    ``num_prompts``; :func:`_disaggregated`)."""
+    if case.mode != "disaggregated" or not case.num_prompts:
+        return False
+    return units.parse(case.unit)[0] in ("output_tok_s", "input_tok_s", "total_tok_s")
 
 
 def sensitivity(case: Case) -> dict[str, float]:

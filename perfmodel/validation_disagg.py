@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.benchmark_run import BenchmarkRun, closed_loop_run
+from perfmodel.benchmark_run import DP_BALANCE, BenchmarkRun, Routing, closed_loop_run
 from perfmodel.decode import step_model
 from perfmodel.hardware import GPU, get_gpu
 from perfmodel.memory import (
@@ -171,13 +171,30 @@ class Stations:
     """The model's station times for a row: a pass of ``q`` prompts on one prefill
     attention group (``pass_s[q - 1]``, ``q`` up to the token budget's), the KV
     transfer, and a decode step of ``b`` sequences on one decode group (``step_s[b -
-    1]``, ``b`` up to what memory and the engine allow)."""
+    1]``, ``b`` up to what memory and the engine allow); and how each side's requests
+    are routed to its groups (:func:`routing`)."""
 
-    prefill_groups: int
+    prefill: Routing
     pass_s: np.ndarray
     transfer_s: float
-    decode_groups: int
+    decode: Routing
     step_s: np.ndarray
+
+
+#: ``Case.router`` values: "" routes as the deployment's frontend and engine do
+#: (``perfmodel.benchmark_run.DP_BALANCE``), "pooled" sends every request to the
+#: least-loaded group of its side (the flipped assumption: the reading's rule before
+#: the routers' defaults were looked up).
+ROUTERS = ("", "pooled")
+
+
+def routing(case: Case, side: Side) -> Routing:
+    """How a side's requests reach its groups under ``case.router`` (:data:`ROUTERS`)."""
+    if case.router not in ROUTERS:
+        raise NotPredictable(f"posing: router '{case.router}' is not one of {ROUTERS}")
+    if case.router == "pooled":
+        return Routing.pooled(side.workers * side.dp)
+    return Routing(side.workers, side.dp, DP_BALANCE.get(case.engine, "least_loaded"))
 
 
 def stations(case: Case, pre: Side, dec: Side) -> Stations:
@@ -209,8 +226,8 @@ def stations(case: Case, pre: Side, dec: Side) -> Stations:
     b = np.arange(1, int(b_max) + 1, dtype=float)
     sm = step_model(gpu, model, b[None, :], _col(dec.tp), _col(dec.dp), _col(dec.ep), cal_d)
     t_d = np.asarray(sm.step_time(isl + 0.5 * osl), float).ravel()
-    return Stations(pre.workers * pre.dp, t_p, _kv_transfer_s(gpu, case, pre, model),
-                    dec.workers * dec.dp, t_d)
+    return Stations(routing(case, pre), t_p, _kv_transfer_s(gpu, case, pre, model),
+                    routing(case, dec), t_d)
 
 
 def benchmark_run(case: Case, pre: Side, dec: Side) -> BenchmarkRun:
@@ -218,9 +235,8 @@ def benchmark_run(case: Case, pre: Side, dec: Side) -> BenchmarkRun:
     (:mod:`perfmodel.benchmark_run`): ``num_prompts`` requests, ``concurrency`` in
     flight."""
     st = stations(case, pre, dec)
-    return closed_loop_run(st.prefill_groups, st.pass_s, st.transfer_s, st.decode_groups,
-                           st.step_s, int(case.concurrency), int(case.num_prompts),
-                           float(case.osl))
+    return closed_loop_run(st.prefill, st.pass_s, st.transfer_s, st.decode, st.step_s,
+                           int(case.concurrency), int(case.num_prompts), float(case.osl))
 
 
 def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
@@ -230,8 +246,8 @@ def disaggregated_point(case: Case, pre: Side, dec: Side) -> DisaggregatedPoint:
     t_p, t_d, t_kv = st.pass_s, st.step_s, st.transfer_s
     q = np.arange(1, len(t_p) + 1, dtype=float)
     b = np.arange(1, len(t_d) + 1, dtype=float)
-    cap_pre = st.prefill_groups * q / t_p
-    cap_dec = st.decode_groups * b / (osl * t_d)
+    cap_pre = st.prefill.groups * q / t_p
+    cap_dec = st.decode.groups * b / (osl * t_d)
 
     # the fewest prompts per pass / smallest batch whose capacity reaches x: a search on
     # the running maximum (capacity is not monotone where the kernels change shape)
@@ -270,5 +286,5 @@ def sides(case: Case) -> tuple[Side, Side]:
     return case.prefill, case.decode
 
 
-__all__ = ["NOT_PRICED", "DisaggregatedPoint", "Side", "Stations", "benchmark_run",
-           "disaggregated_point", "sides", "stations"]
+__all__ = ["NOT_PRICED", "ROUTERS", "DisaggregatedPoint", "Side", "Stations",
+           "benchmark_run", "disaggregated_point", "routing", "sides", "stations"]

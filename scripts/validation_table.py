@@ -221,12 +221,17 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "recipe keys it does not price and why); where the row states its client's "
               "number of prompts, its rate is that client's finite run played out request "
               "by request on the same station times -- start-up burst, queue behind a "
-              "long prefill pass, drain (`perfmodel/benchmark_run.py`).",
+              "long prefill pass, drain (`perfmodel/benchmark_run.py`), with requests dealt "
+              "to each side's workers in turn (Dynamo's frontend default) and within a "
+              "worker to its attention-DP groups by the engine's rule (SGLang in turn, "
+              "TensorRT-LLM and vLLM to the least loaded).  *Router pooled*: such a row's "
+              "error with every request sent to the least-loaded group of its side "
+              "instead (this reading's rule before the routers' defaults were looked up).",
               "",
               "| case | from | GPU | model | mode | engine | unit | published | ours | error "
               "| set | KV flipped | FP8 attention flipped | GPU variant flipped "
-              "| serving stack off | mean lengths |",
-              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+              "| serving stack off | mean lengths | router pooled |",
+              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["scored"]:
             mode = r["mode"] + (" (disaggregated)" if r["deployment"] == "disaggregated"
@@ -240,8 +245,8 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
               "hold; their figures are shown for reference):", "",
               "| case | from | GPU | model | mode | unit | published | ours | error | set "
               "| KV flipped | FP8 attention flipped | GPU variant flipped | serving stack off | "
-              "mean lengths | reason |",
-              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
+              "mean lengths | router pooled | reason |",
+              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if not r["scored"]:
             lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | "

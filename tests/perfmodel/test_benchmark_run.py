@@ -7,7 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.benchmark_run import RANGE_RATIO, closed_loop_run, output_lengths
+from perfmodel.benchmark_run import (
+    RANGE_RATIO,
+    Routing,
+    _Router,
+    closed_loop_run,
+    output_lengths,
+)
 
 
 def test_output_lengths_span_the_clients_range_around_the_posed_mean():
@@ -46,7 +52,34 @@ def test_a_burst_queues_behind_the_prefill_and_the_decode_batch_cap():
 
 
 def test_a_run_needs_both_sides_and_a_client():
-    with pytest.raises(ValueError, match="needs a group"):
+    with pytest.raises(ValueError, match="routing needs workers"):
         closed_loop_run(0, np.array([1.0]), 0.0, 1, np.array([0.1]), 1, 1, 10.0)
-    with pytest.raises(ValueError, match="needs a group"):
+    with pytest.raises(ValueError, match="needs a client"):
         closed_loop_run(1, np.array([1.0]), 0.0, 1, np.array([0.1]), 0, 1, 10.0)
+    with pytest.raises(ValueError, match="routing needs"):
+        Routing(2, 4, "random")
+
+
+def test_the_frontend_deals_workers_in_turn_and_a_worker_applies_its_rule():
+    """Two workers of two groups each: the frontend alternates workers whatever the
+    loads; round robin within a worker then cycles its groups, least loaded takes its
+    emptier group; pooled takes the emptiest group of the side."""
+    load = [5, 0, 0, 3]
+    rr = _Router(Routing(2, 2, "round_robin"))
+    assert [rr.pick(load) for _ in range(5)] == [0, 2, 1, 3, 0]
+    ll = _Router(Routing(2, 2, "least_loaded"))
+    assert [ll.pick(load) for _ in range(3)] == [1, 2, 1]
+    pooled = _Router(Routing.pooled(4))
+    assert pooled.pick(load) == 1 and Routing.pooled(4).groups == 4
+
+
+def test_an_int_side_is_the_pooled_routing_and_the_rule_changes_the_run():
+    """A group count routes as :meth:`Routing.pooled`; on two one-prompt-per-pass groups
+    fed three clients, dealing in turn and joining the least loaded give different runs
+    (the least-loaded rule breaks ties to the first group, so it is not the better of
+    the two in every run), each the same on every call."""
+    args = (np.array([1.0]), 0.0, 1, np.array([0.01]), 3, 30, 10.0)
+    pooled = closed_loop_run(Routing.pooled(2), *args)
+    assert pooled == closed_loop_run(2, *args)
+    turn = closed_loop_run(Routing(1, 2, "round_robin"), *args)
+    assert turn != pooled and turn == closed_loop_run(Routing(1, 2, "round_robin"), *args)

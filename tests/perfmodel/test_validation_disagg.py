@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from perfmodel import validation as val
@@ -117,3 +118,29 @@ def test_rate_rows_with_num_prompts_are_read_as_the_run():
     steady = replace(case, num_prompts=0)
     assert val.predict(steady) == pytest.approx(
         disaggregated_point(case, PRE, DEC).rps * case.osl / case.gpus)
+
+
+def test_each_side_routes_as_its_frontend_and_engine_do():
+    """Dynamo's frontend deals the workers in turn; within a worker SGLang deals its
+    attention-DP groups in turn and TensorRT-LLM takes the least loaded; the flipped
+    posing pools the side; an unknown rule is a posing error."""
+    from perfmodel.validation_disagg import routing
+
+    side = Side(workers=3, tp=1, dp=4, ep=4)
+    sgl = routing(_case(), side)
+    assert (sgl.workers, sgl.dp, sgl.within) == (3, 4, "round_robin")
+    assert routing(_case(engine="trtllm"), side).within == "least_loaded"
+    pooled = routing(_case(router="pooled"), side)
+    assert (pooled.workers, pooled.groups, pooled.within) == (1, 12, "least_loaded")
+    with pytest.raises(val.NotPredictable, match="router"):
+        routing(_case(router="random"), side)
+
+
+def test_the_router_flip_is_reported_exactly_for_rows_read_as_a_run():
+    run_row = _case(concurrency=64, num_prompts=640, prefill=replace(PRE, workers=2),
+                    decode=replace(DEC, workers=2), gpus=32)
+    flipped = val.sensitivity(run_row)["router"]
+    pooled = replace(run_row, router="pooled")
+    assert flipped == pytest.approx(val.error(run_row, val.predict(pooled)))
+    for other in (replace(run_row, num_prompts=0), replace(run_row, unit="ttft_ms")):
+        assert np.isnan(val.sensitivity(other)["router"])
