@@ -69,8 +69,18 @@ def sim_bars(console: Console, quiet: bool
 @contextlib.contextmanager
 def interrupt_on_sigterm() -> Iterator[None]:
     """Treat SIGTERM (``kill``, a scheduler's timeout) like Ctrl-C while the search
-    runs: the checkpoint is kept and the resume command printed."""
+    runs: the checkpoint is kept and the resume command printed.
+
+    The handler raises KeyboardInterrupt where the main thread is, and Python drops an
+    exception raised inside a finaliser (``__del__``, a weakref callback: "Exception
+    ignored in ..."), so a signal that lands during garbage collection would be lost and
+    the run would finish and write its results.  The handler therefore also records the
+    signal, and a block that ends normally after one raises KeyboardInterrupt on leaving:
+    a SIGTERM always ends the command with 130 and nothing written after the block."""
+    received: list[int] = []
+
     def handler(signum: int, frame: object) -> None:
+        received.append(signum)
         raise KeyboardInterrupt
 
     try:
@@ -82,6 +92,8 @@ def interrupt_on_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if received:  # the block ended normally: the interrupt was swallowed inside it
+        raise KeyboardInterrupt
 
 
 def resume_command(out: Path) -> str:

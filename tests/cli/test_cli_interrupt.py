@@ -56,3 +56,28 @@ def test_sigterm_stops_a_long_milp():
     assert proc.returncode == 130, (out, err)
     assert "interrupted" in out and "finished" not in out
     assert "terminate called" not in err
+
+
+def test_a_sigterm_swallowed_inside_the_block_still_interrupts_on_leaving():
+    """Python drops an exception raised in a finaliser, so the handler's
+    KeyboardInterrupt can be lost (here: swallowed on purpose, as ``__del__`` would);
+    the recorded signal still ends the block with KeyboardInterrupt, and the previous
+    handler is back.  A block with no signal ends normally."""
+    import pytest
+
+    from planner.cli.progress import interrupt_on_sigterm
+
+    before = signal.getsignal(signal.SIGTERM)
+    with interrupt_on_sigterm():
+        pass  # no signal: nothing raised
+    reached_the_end = False
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt_on_sigterm():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.5)  # the handler runs here, in the main thread
+            except KeyboardInterrupt:
+                pass  # lost, as inside a finaliser
+            reached_the_end = True
+    assert reached_the_end
+    assert signal.getsignal(signal.SIGTERM) == before
