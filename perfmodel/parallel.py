@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -98,18 +99,27 @@ def enumerate_configs(gpus: int, model: ModelSpec, engine: str | None = None,
     (:func:`perfmodel.launch.layout_violation`, servers of ``gpus_per_node`` GPUs); None
     keeps every layout the perf model can price (tp | heads, ep | G, ep <= experts).
     An engine rule no layout of this size meets leaves the list empty;
-    :func:`launch_reason` names the rule."""
+    :func:`launch_reason` names the rule.  Cached on its arguments (the engine rules
+    are a fixed table): every island build asks again, and checking each layout against
+    the rules was a tenth of a cold island-table build."""
     if gpus < 1:
         raise InputError(f"island size must be >= 1, got {gpus}")
+    key = None if engine is None else str(engine).strip().lower()
+    return list(_configs(int(gpus), model, key, gpus_per_node))
+
+
+@lru_cache(maxsize=4096)
+def _configs(gpus: int, model: ModelSpec, engine: str | None,
+             gpus_per_node: int | None) -> tuple[ParallelConfig, ...]:
     tps = [t for t in divisors(gpus) if model.heads % t == 0]
     eps = [e for e in divisors(gpus) if e <= model.routed_experts] if model.is_moe else [1]
     configs = [ParallelConfig(tp, gpus // tp, ep) for tp in tps for ep in eps]
     if engine is None:
-        return configs
+        return tuple(configs)
     from perfmodel.launch import layout_violation
 
-    return [c for c in configs
-            if layout_violation(engine, model, c, gpus, gpus_per_node) is None]
+    return tuple(c for c in configs
+                 if layout_violation(engine, model, c, gpus, gpus_per_node) is None)
 
 
 def launch_reason(gpus: int, model: ModelSpec, engine: str | None,
