@@ -182,18 +182,38 @@ def leave_one_out(records: list[dict[str, Any]], min_rows: int = MIN_ROWS
             "coverage": float(np.mean(inside)) if inside else float("nan")}
 
 
+def wilson_interval(inside: int, rows: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval (95 % at the default ``z``) of a coverage of ``inside``
+    of ``rows``: how far a measured coverage may be from the rule's own by chance
+    alone."""
+    if rows <= 0:
+        return float("nan"), float("nan")
+    p = inside / rows
+    den = 1.0 + z * z / rows
+    mid = (p + z * z / (2 * rows)) / den
+    half = z * math.sqrt(p * (1 - p) / rows + z * z / (4 * rows * rows)) / den
+    return max(mid - half, 0.0), min(mid + half, 1.0)
+
+
 def build(rows: list[dict[str, Any]], min_rows: int = MIN_ROWS) -> dict[str, Any]:
     """The document :data:`BANDS_FILE` holds, from ``perfmodel.validation.table()`` rows:
     the bands of every class with enough scored held-out rows plus the coarser fallbacks,
-    and the leave-one-out coverage."""
+    the leave-one-out coverage with its 95 % interval, and -- as a check of the band
+    rule on rows it was not built from -- the same leave-one-out coverage of the
+    calibration rows against bands of the other calibration rows (never shipped as
+    bands: the model was chosen on those rows, so their errors flatter it)."""
     kept = [r for r in rows if r["scored"] and r["held_out"]]
     bands = fit(kept, min_rows)
     listed = sorted(bands.values(), key=lambda b: (-b.cls.count("="), b.cls))
+    loo = leave_one_out(kept, min_rows)
+    loo["ci95"] = list(wilson_interval(loo["inside"], loo["rows"]))
+    calib = leave_one_out([r for r in rows if r["scored"] and not r["held_out"]], min_rows)
+    calib["ci95"] = list(wilson_interval(calib["inside"], calib["rows"]))
     return {"min_rows": min_rows, "quantiles": list(QUANTILES),
             "family_groups": FAMILY_GROUPS, "levels": [list(lv) for lv in LEVELS],
             "bands": [{"cls": b.cls, "lo_error": b.lo_error, "hi_error": b.hi_error,
                        "rows": b.rows} for b in listed],
-            "leave_one_out": leave_one_out(kept, min_rows),
+            "leave_one_out": loo, "calibration_leave_one_out": calib,
             "source": "scored held-out rows of docs/validation.md (c), "
                       "scripts/validation_table.py"}
 
@@ -270,4 +290,4 @@ def deployed_band(gpu: Any, engine: str, phase: str, *,
 
 __all__ = ["BANDS_FILE", "CROSS_VENDOR_WIDEN", "FAMILY_GROUPS", "LEVELS", "MIN_ROWS",
            "SPLIT_PHASES", "Band", "band", "build", "choose", "deployed_band", "family",
-           "fit", "leave_one_out", "shipped", "union", "vendor"]
+           "fit", "leave_one_out", "shipped", "union", "vendor", "wilson_interval"]

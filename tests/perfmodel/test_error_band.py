@@ -103,3 +103,13 @@ def test_shipped_bands_answer_any_gpu_engine_and_phase():
             assert b.lo_error <= b.hi_error and b.rows >= eb.MIN_ROWS
             p10, p90 = b.capacity(100.0)
             assert p10 <= p90
+
+
+def test_wilson_interval_brackets_the_share_and_narrows_with_rows():
+    from perfmodel.error_band import wilson_interval
+
+    lo, hi = wilson_interval(77, 99)
+    assert lo < 77 / 99 < hi and 0.68 < lo < 0.70 and 0.84 < hi < 0.85
+    lo2, hi2 = wilson_interval(770, 990)
+    assert lo < lo2 < 77 / 99 < hi2 < hi
+    assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == 1.0
