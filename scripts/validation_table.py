@@ -162,7 +162,7 @@ def _err(x: float | None) -> str:
     return "--" if x is None else _pct(x)
 
 
-def e2e_section(rows: list[dict], doc: dict) -> list[str]:
+def e2e_section(rows: list[dict], doc: dict, bands: dict) -> list[str]:
     older = doc["validation_cases"]
     lines = ["## (c) End to end: published serving figures", "",
              "Each row poses a published measurement to the model with what the source "
@@ -253,7 +253,7 @@ def e2e_section(rows: list[dict], doc: dict) -> list[str]:
                          f"{r['mode']} | {r['unit']} | {val.fmt_value(r['published'])} | "
                          f"{val.fmt_value(r['ours'])} | {_err(r['error'])} | {_set(r)} | "
                          f"{_flips(r)} | {r['reason']} |")
-    lines += [""] + serving_lines() + [""] + band_lines(rows) + ["", "Sources:", ""]
+    lines += [""] + serving_lines() + [""] + band_lines(bands) + ["", "Sources:", ""]
     for key, src in val.sources().items():
         lines.append(f"- {key}: {src['title']} ({src['date']}), {src['url']}")
     return lines + [""]
@@ -346,8 +346,8 @@ def serving_lines() -> list[str]:
     return lines
 
 
-def band_lines(rows: list[dict]) -> list[str]:
-    doc = eb.build(rows)
+def band_lines(doc: dict) -> list[str]:
+    """The error-band section from :func:`perfmodel.error_band.build`'s document."""
     loo, cal = doc["leave_one_out"], doc["calibration_leave_one_out"]
     lines = ["### Error bands", "",
              "`perfmodel/error_band.py` (shipped as `perfmodel/data/error_bands.json`): per "
@@ -387,7 +387,7 @@ def _held_out_line(h: dict) -> str:
             f"{_abs(h['worst_abs'])}, median signed {_pct(h['median_signed'])}.**")
 
 
-def render(rows: list[dict], doc: dict) -> str:
+def render(rows: list[dict], doc: dict, bands: dict) -> str:
     data = json.loads(resources.files("perfmodel").joinpath(
         "data/kernels/validation.json").read_text())
     head = ["# Validation of the performance model", "",
@@ -397,7 +397,7 @@ def render(rows: list[dict], doc: dict) -> str:
             "see (a); does the transfer rule predict a GPU it did not see (b); does the "
             "whole model predict published serving figures (c).", ""]
     return "\n".join(head + kernel_section(data) + transfer_section(data)
-                     + published_kernel_section() + e2e_section(rows, doc))
+                     + published_kernel_section() + e2e_section(rows, doc, bands))
 
 
 def _json(doc: dict) -> str:
@@ -433,11 +433,11 @@ def report(doc: dict) -> list[str]:
 def main() -> None:
     rows = val.table()
     doc = val.summary_document(rows)
-    OUT.write_text(render(rows, doc))
+    bands = eb.build(rows)  # built once: the page and the shipped file show the same
+    OUT.write_text(render(rows, doc, bands))
     summary_path = ROOT / "perfmodel" / val.SUMMARY_FILE
     summary_path.write_text(_json(doc))
     bands_path = ROOT / "perfmodel" / eb.BANDS_FILE
-    bands = eb.build(rows)
     bands_path.write_text(_json(bands))
     print("\n".join(report(doc)))
     for name, loo in (("held-out", bands["leave_one_out"]),
