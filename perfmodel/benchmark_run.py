@@ -26,30 +26,46 @@ by event, on the model's own station times:
   ``--prefill-round-robin-balance`` so that prefill and decode agree on the rank), to
   the group with the fewest requests for TensorRT-LLM (its attention-DP request
   balancing) and vLLM (its DP load balancer): :data:`DP_BALANCE`;
-* **prefill**: ``G_p`` attention groups (``workers x dp`` of the prefill side); a group
-  that is idle, or has just ended a pass, starts a pass of every prompt waiting (those
-  sent at the same instant included), at most ``q_max`` (the token budget's), which
-  takes ``t_p(q)`` -- first come, first served;
+* **lockstep**: a worker's ``dp`` attention groups run every forward pass together,
+  because the expert layers between them are one collective: an engine pads a group
+  with nothing to do with a dummy request (TensorRT-LLM's PyExecutor
+  ``_pad_attention_dp_dummy_request``) or an idle batch (SGLang's DP-attention
+  scheduler runs ``get_idle_batch`` whenever any rank's ``global_num_tokens`` is
+  non-zero), so the fullest group sets the length of everyone's pass or step;
+* **prefill**: a worker that is idle, or has just ended a pass, starts a pass in which
+  each of its groups takes every prompt waiting for it (those sent at the same instant
+  included), at most ``q_max`` (the token budget's), and which takes ``t_p(q)`` for the
+  largest such ``q`` -- first come, first served;
 * **KV transfer**: a fixed ``t_kv`` after the pass ends, when the request's first token
   is counted (its TTFT) and it joins a decode group;
-* **decode**: ``G_d`` groups; a group runs at most ``b_max`` sequences (the rest wait
-  in its queue) and steps all of them at ``t_d(b)`` for its current ``b`` --
-  continuously: a step boundary is not waited for, and a sequence that needs ``o``
-  tokens leaves after ``o - 1`` steps (its first token came from the prefill);
+* **decode**: a group runs at most ``b_max`` sequences (the rest wait in its queue); a
+  worker steps all its groups' sequences together at ``t_d(b)`` for the fullest
+  group's ``b`` -- continuously: a step boundary is not waited for, and a sequence
+  that needs ``o`` tokens leaves after ``o - 1`` steps (its first token came from the
+  prefill);
 * **client**: each completion releases the next of the ``N`` prompts at once.
 
 Output lengths are drawn from a generator seeded by :data:`SEED` (the same run every
 time).  Prompt lengths enter at their mean (``t_p`` is priced at the row's ``isl``).
 
+Why the fullest group's time, when a pass or step of unequal groups does less expert
+work than one of equal groups at the fullest group's load (``t_p`` and ``t_d`` price
+every group of the worker equally loaded): the attention and the dense layers of the
+fullest group are on every group's critical path, the expert weights are read whatever
+the load, and the bound errs on the side of a lower rate -- the side this reading
+otherwise lacks.  On the 70 calibration rows lockstep moved the median signed error from
++7.5 % to +5.3 %, the median |error| from 11.4 % to 11.2 % and the worst from 67.6 % to
+65.5 % (chosen on the engines' source, measured on calibration rows only).
+
 Still omitted, each on the optimistic side: the routers' and the transfer engine's
-own latency, attention-DP ranks waiting for each other, expert-load imbalance between
-workers, and any stall of a decode group while it receives a KV cache.  Routing every
-request to the least-loaded group of the whole side (``Routing.pooled``) was this
-reading's rule before the routers' defaults were looked up; it is what an ``int`` group
-count means here, and each row reports its error under it
-(``perfmodel.validation.FLIPS["router"]``).  It is not better in every run: it breaks
-ties to the first group, and can send a released prompt to a group about to start a
-pass where dealing in turn would not.
+own latency, expert-load imbalance between workers, and any stall of a decode group
+while it receives a KV cache.  Routing every request to the least-loaded group of the
+whole side (``Routing.pooled``) was this reading's rule before the routers' defaults
+were looked up; each row reports its error under it
+(``perfmodel.validation.FLIPS["router"]``), and a bare group count means it over that
+many one-group workers (:meth:`Routing.pooled_groups`).  It is not better in every run:
+it breaks ties to the first group, and can send a released prompt to a group about to
+start a pass where dealing in turn would not.
 """
 
 from __future__ import annotations
@@ -88,11 +104,17 @@ class BenchmarkRun:
 class Routing:
     """How one side's requests reach its ``workers x dp`` attention groups: the frontend
     deals them to the workers in turn, and a worker to its groups by ``within``
-    (:data:`RULES`)."""
+    (:data:`RULES`); ``pooled`` sends each instead to the least-loaded group of the
+    whole side (ties to the first).  With ``lockstep`` a worker's groups run their
+    passes and steps together whichever way requests reach them (module docstring: the
+    engines do so where expert layers join the groups); without it each group runs
+    alone."""
 
     workers: int
     dp: int = 1
     within: str = "least_loaded"
+    pooled: bool = False
+    lockstep: bool = True
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.dp < 1 or self.within not in RULES:
@@ -102,10 +124,16 @@ class Routing:
     def groups(self) -> int:
         return self.workers * self.dp
 
+    @property
+    def unit(self) -> int:
+        """Groups that run each pass or step together."""
+        return self.dp if self.lockstep else 1
+
     @classmethod
-    def pooled(cls, groups: int) -> Routing:
-        """Every request to the least-loaded of all ``groups`` (ties to the first)."""
-        return cls(1, int(groups), "least_loaded")
+    def pooled_groups(cls, groups: int) -> Routing:
+        """``groups`` independent one-group workers, every request to the least-loaded
+        (what a bare group count means)."""
+        return cls(int(groups), 1, "least_loaded", pooled=True)
 
 
 class _Router:
@@ -117,6 +145,8 @@ class _Router:
         self.next_rank = [0] * routing.workers
 
     def pick(self, load: list[int]) -> int:
+        if self.r.pooled:
+            return load.index(min(load))
         w = self.next_worker
         self.next_worker = (w + 1) % self.r.workers
         first = w * self.r.dp
@@ -129,7 +159,7 @@ class _Router:
 
 
 def _routing(side: int | Routing) -> Routing:
-    return side if isinstance(side, Routing) else Routing.pooled(int(side))
+    return side if isinstance(side, Routing) else Routing.pooled_groups(int(side))
 
 
 def output_lengths(mean_osl: float, n: int, ratio: float = RANGE_RATIO,
@@ -145,7 +175,7 @@ def closed_loop_run(prefill: int | Routing, pass_s: np.ndarray, transfer_s: floa
                     decode: int | Routing, step_s: np.ndarray, concurrency: int,
                     requests: int, mean_osl: float) -> BenchmarkRun:
     """Play out the client's run (module docstring).  ``prefill`` / ``decode``: each
-    side's :class:`Routing`, or its group count (routed :meth:`Routing.pooled`);
+    side's :class:`Routing`, or its group count (:meth:`Routing.pooled_groups`);
     ``pass_s[q - 1]``: a prefill pass of ``q`` prompts, ``q = 1 .. q_max``;
     ``step_s[b - 1]``: a decode step of ``b`` sequences, ``b = 1 .. b_max``.  Cached on
     its arguments (every one is a number, a routing or a table of numbers)."""
@@ -161,27 +191,32 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
          step_s: tuple[float, ...], clients: int, n: int, mean_osl: float) -> BenchmarkRun:
     if not pass_s or not step_s:
         raise ValueError("a run needs a pass time and a step time")
-    g_p, g_d = route_p.groups, route_d.groups
+    # groups are numbered worker by worker; a lockstep unit is ``unit`` consecutive ones
+    dp_p, dp_d = route_p.unit, route_d.unit
     to_prefill, to_decode = _Router(route_p), _Router(route_d)
     outs = output_lengths(mean_osl, n)
     q_max, b_max = len(pass_s), len(step_s)
-    # (time, order, kind, group or request, version): plain tuples, ordered by time and
+    # (time, order, kind, worker or request, version): plain tuples, ordered by time and
     # then by the order they were pushed in (deterministic ties)
     events: list[tuple[float, int, int, int, int]] = []
     order = 0
-    waiting: list[list[int]] = [[] for _ in range(g_p)]
-    in_pass: list[list[int]] = [[] for _ in range(g_p)]
-    p_load = [0] * g_p  # prompts waiting or in a pass, per prefill group
-    kicked = [False] * g_p  # an idle group's start is pending at the current instant
-    # per decode group: heap of (step count at which a sequence leaves, request), steps
-    # taken so far, time they were last counted at, and the version of its next event
-    # (an event from before the group's batch changed is stale)
-    targets: list[list[tuple[float, int]]] = [[] for _ in range(g_d)]
-    steps = [0.0] * g_d
-    clock = [0.0] * g_d
-    version = [0] * g_d
-    queued: list[deque[int]] = [deque() for _ in range(g_d)]
-    d_load = [0] * g_d  # sequences running or queued, per decode group
+    # prefill, per group: prompts waiting and in the pass under way; per worker: whether
+    # a pass is under way, and whether an idle worker's start is pending at this instant
+    waiting: list[list[int]] = [[] for _ in range(route_p.groups)]
+    in_pass: list[list[int]] = [[] for _ in range(route_p.groups)]
+    p_load = [0] * route_p.groups  # prompts waiting or in a pass, per prefill group
+    p_busy = [False] * (route_p.groups // dp_p)
+    kicked = [False] * (route_p.groups // dp_p)
+    # decode, per group: heap of (worker step count at which a sequence leaves, request)
+    # and its queue; per worker (its groups step together): steps taken so far, the time
+    # they were last counted at, and the version of its next event (an event from before
+    # a batch of the worker changed is stale)
+    targets: list[list[tuple[float, int]]] = [[] for _ in range(route_d.groups)]
+    queued: list[deque[int]] = [deque() for _ in range(route_d.groups)]
+    d_load = [0] * route_d.groups  # sequences running or queued, per decode group
+    steps = [0.0] * (route_d.groups // dp_d)
+    clock = [0.0] * (route_d.groups // dp_d)
+    version = [0] * (route_d.groups // dp_d)
     sent = np.zeros(n)
     ttft = np.zeros(n)
     last_done = 0.0
@@ -192,73 +227,93 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
         order += 1
         heapq.heappush(events, (t, order, kind, who, ver))
 
-    def start_pass(g: int, now: float) -> None:
-        k = min(len(waiting[g]), q_max)
-        in_pass[g], waiting[g] = waiting[g][:k], waiting[g][k:]
-        push(now + pass_s[k - 1], _PASS_END, g)
+    def start_pass(w: int, now: float) -> None:
+        # every group of the worker takes what waits for it; the pass lasts as long as
+        # the fullest group's
+        longest = 0
+        for g in range(w * dp_p, (w + 1) * dp_p):
+            k = min(len(waiting[g]), q_max)
+            in_pass[g], waiting[g] = waiting[g][:k], waiting[g][k:]
+            longest = max(longest, k)
+        p_busy[w] = True
+        push(now + pass_s[longest - 1], _PASS_END, w)
+
+    def waits(w: int) -> bool:
+        return any(waiting[g] for g in range(w * dp_p, (w + 1) * dp_p))
 
     def issue(now: float) -> None:
         nonlocal issued
         r, issued = issued, issued + 1
         sent[r] = now
         g = to_prefill.pick(p_load)
+        w = g // dp_p
         p_load[g] += 1
         waiting[g].append(r)
-        if not in_pass[g] and not kicked[g]:
-            # the idle group schedules after everything else at this instant: prompts
+        if not p_busy[w] and not kicked[w]:
+            # the idle worker schedules after everything else at this instant: prompts
             # sent together (the opening burst, a step's completions) share its pass
-            kicked[g] = True
-            push(now, _START, g)
+            kicked[w] = True
+            push(now, _START, w)
 
-    def advance(g: int, now: float) -> None:
-        if targets[g]:
-            steps[g] += (now - clock[g]) / step_s[len(targets[g]) - 1]
-        clock[g] = now
+    def step_time(w: int) -> float:
+        fullest = max(len(targets[g]) for g in range(w * dp_d, (w + 1) * dp_d))
+        return step_s[fullest - 1] if fullest else 0.0
 
-    def reschedule(g: int, now: float) -> None:
-        version[g] += 1
-        if targets[g]:
-            left = max(targets[g][0][0] - steps[g], 0.0)
-            push(now + left * step_s[len(targets[g]) - 1], _STEP_DONE, g, version[g])
+    def advance(w: int, now: float) -> None:
+        t = step_time(w)
+        if t > 0.0:
+            steps[w] += (now - clock[w]) / t
+        clock[w] = now
+
+    def reschedule(w: int, now: float) -> None:
+        version[w] += 1
+        heads = [targets[g][0][0] for g in range(w * dp_d, (w + 1) * dp_d) if targets[g]]
+        if heads:
+            left = max(min(heads) - steps[w], 0.0)
+            push(now + left * step_time(w), _STEP_DONE, w, version[w])
 
     for _ in range(min(clients, n)):
         issue(0.0)
     while events:
         now, _, kind, who, ver = heapq.heappop(events)
         if kind == _PASS_END:
-            for r in in_pass[who]:
-                ttft[r] = now + t_kv - sent[r]
-                push(now + t_kv, _ARRIVE, r)
-            p_load[who] -= len(in_pass[who])
-            in_pass[who] = []
-            if waiting[who]:
+            for g in range(who * dp_p, (who + 1) * dp_p):
+                for r in in_pass[g]:
+                    ttft[r] = now + t_kv - sent[r]
+                    push(now + t_kv, _ARRIVE, r)
+                p_load[g] -= len(in_pass[g])
+                in_pass[g] = []
+            p_busy[who] = False
+            if waits(who):
                 start_pass(who, now)
         elif kind == _START:
             kicked[who] = False
-            if waiting[who] and not in_pass[who]:
+            if not p_busy[who] and waits(who):
                 start_pass(who, now)
         elif kind == _ARRIVE:
             g = to_decode.pick(d_load)
+            w = g // dp_d
             d_load[g] += 1
-            advance(g, now)
+            advance(w, now)
             if len(targets[g]) >= b_max:
                 queued[g].append(who)
                 continue
-            heapq.heappush(targets[g], (steps[g] + outs[who] - 1, who))
-            reschedule(g, now)
+            heapq.heappush(targets[g], (steps[w] + outs[who] - 1, who))
+            reschedule(w, now)
         elif ver == version[who]:  # _STEP_DONE, not stale
-            g = who
-            advance(g, now)
-            while targets[g] and targets[g][0][0] <= steps[g] + 1e-9:
-                heapq.heappop(targets[g])
-                d_load[g] -= 1
-                last_done = now
-                if issued < n:
-                    issue(now)
-            while queued[g] and len(targets[g]) < b_max:
-                r = queued[g].popleft()
-                heapq.heappush(targets[g], (steps[g] + outs[r] - 1, r))
-            reschedule(g, now)
+            w = who
+            advance(w, now)
+            for g in range(w * dp_d, (w + 1) * dp_d):
+                while targets[g] and targets[g][0][0] <= steps[w] + 1e-9:
+                    heapq.heappop(targets[g])
+                    d_load[g] -= 1
+                    last_done = now
+                    if issued < n:
+                        issue(now)
+                while queued[g] and len(targets[g]) < b_max:
+                    r = queued[g].popleft()
+                    heapq.heappush(targets[g], (steps[w] + outs[r] - 1, r))
+            reschedule(w, now)
     return BenchmarkRun(float(outs.sum()) / last_done, float(ttft.mean()), float(last_done))
 
 

@@ -189,12 +189,16 @@ ROUTERS = ("", "pooled")
 
 
 def routing(case: Case, side: Side) -> Routing:
-    """How a side's requests reach its groups under ``case.router`` (:data:`ROUTERS`)."""
+    """How a side's requests reach its groups under ``case.router`` (:data:`ROUTERS`),
+    its attention-DP groups in lockstep where expert layers join them (an MoE model)."""
     if case.router not in ROUTERS:
         raise NotPredictable(f"posing: router '{case.router}' is not one of {ROUTERS}")
+    lockstep = bool(case.spec().is_moe)
     if case.router == "pooled":
-        return Routing.pooled(side.workers * side.dp)
-    return Routing(side.workers, side.dp, DP_BALANCE.get(case.engine, "least_loaded"))
+        return Routing(side.workers, side.dp, "least_loaded", pooled=True,
+                       lockstep=lockstep)
+    return Routing(side.workers, side.dp, DP_BALANCE.get(case.engine, "least_loaded"),
+                   lockstep=lockstep)
 
 
 def stations(case: Case, pre: Side, dec: Side) -> Stations:

@@ -69,17 +69,45 @@ def test_the_frontend_deals_workers_in_turn_and_a_worker_applies_its_rule():
     assert [rr.pick(load) for _ in range(5)] == [0, 2, 1, 3, 0]
     ll = _Router(Routing(2, 2, "least_loaded"))
     assert [ll.pick(load) for _ in range(3)] == [1, 2, 1]
-    pooled = _Router(Routing.pooled(4))
-    assert pooled.pick(load) == 1 and Routing.pooled(4).groups == 4
+    pooled = _Router(Routing.pooled_groups(4))
+    assert pooled.pick(load) == 1 and Routing.pooled_groups(4).groups == 4
+    across = _Router(Routing(2, 2, "round_robin", pooled=True))
+    assert [across.pick(load) for _ in range(2)] == [1, 1]  # the side's emptiest, always
 
 
 def test_an_int_side_is_the_pooled_routing_and_the_rule_changes_the_run():
-    """A group count routes as :meth:`Routing.pooled`; on two one-prompt-per-pass groups
+    """A group count routes as :meth:`Routing.pooled_groups`; on two one-prompt-per-pass groups
     fed three clients, dealing in turn and joining the least loaded give different runs
     (the least-loaded rule breaks ties to the first group, so it is not the better of
     the two in every run), each the same on every call."""
     args = (np.array([1.0]), 0.0, 1, np.array([0.01]), 3, 30, 10.0)
-    pooled = closed_loop_run(Routing.pooled(2), *args)
+    pooled = closed_loop_run(Routing.pooled_groups(2), *args)
     assert pooled == closed_loop_run(2, *args)
     turn = closed_loop_run(Routing(1, 2, "round_robin"), *args)
     assert turn != pooled and turn == closed_loop_run(Routing(1, 2, "round_robin"), *args)
+
+
+def test_a_workers_prefill_groups_pass_together_for_as_long_as_the_fullest():
+    """Three prompts dealt in turn to one worker's two groups (two, then one): in
+    lockstep one pass of two prompts' length carries all three; groups running alone
+    finish the lone prompt in a one-prompt pass."""
+    args = (np.array([1.0, 3.0]), 0.0, 1, np.array([0.001]), 3, 3, 10.0)
+    together = closed_loop_run(Routing(1, 2, "round_robin"), *args)
+    alone = closed_loop_run(Routing(1, 2, "round_robin", lockstep=False), *args)
+    assert together.mean_ttft_s == pytest.approx(3.0)
+    assert alone.mean_ttft_s == pytest.approx((3.0 + 3.0 + 1.0) / 3)
+
+
+def test_a_workers_decode_groups_step_at_the_fullest_groups_pace():
+    """Decode dealt in turn over one worker's two groups, one of them holding two
+    sequences: in lockstep the other group steps at the two-sequence pace too, so the
+    run is longer; with a step time that does not depend on the batch, lockstep changes
+    nothing."""
+    def run(step_s, lockstep):
+        return closed_loop_run(1, np.array([1e-6] * 4), 0.0,
+                               Routing(1, 2, "round_robin", lockstep=lockstep),
+                               np.array(step_s), 3, 4, 50.0)
+    assert run([0.01, 0.03], True).wall_s > run([0.01, 0.03], False).wall_s
+    flat_together, flat_alone = run([0.02, 0.02], True), run([0.02, 0.02], False)
+    assert flat_together.wall_s == pytest.approx(flat_alone.wall_s, rel=1e-12)
+    assert flat_together.mean_ttft_s == pytest.approx(flat_alone.mean_ttft_s, rel=1e-12)

@@ -123,7 +123,8 @@ def test_rate_rows_with_num_prompts_are_read_as_the_run():
 def test_each_side_routes_as_its_frontend_and_engine_do():
     """Dynamo's frontend deals the workers in turn; within a worker SGLang deals its
     attention-DP groups in turn and TensorRT-LLM takes the least loaded; the flipped
-    posing pools the side; an unknown rule is a posing error."""
+    posing pools the side's routing and keeps its workers; an MoE model's groups run in
+    lockstep, a dense model's alone; an unknown rule is a posing error."""
     from perfmodel.validation_disagg import routing
 
     side = Side(workers=3, tp=1, dp=4, ep=4)
@@ -131,7 +132,9 @@ def test_each_side_routes_as_its_frontend_and_engine_do():
     assert (sgl.workers, sgl.dp, sgl.within) == (3, 4, "round_robin")
     assert routing(_case(engine="trtllm"), side).within == "least_loaded"
     pooled = routing(_case(router="pooled"), side)
-    assert (pooled.workers, pooled.groups, pooled.within) == (1, 12, "least_loaded")
+    assert (pooled.workers, pooled.groups, pooled.pooled) == (3, 12, True)
+    assert sgl.lockstep and not sgl.pooled
+    assert not routing(_case(model="llama-3.1-70b"), side).lockstep
     with pytest.raises(val.NotPredictable, match="router"):
         routing(_case(router="random"), side)
 
