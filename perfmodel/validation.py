@@ -90,7 +90,13 @@ from perfmodel.hardware import get_gpu
 from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time, prefill_time
-from perfmodel.validation_disagg import Side, benchmark_run, disaggregated_point, sides
+from perfmodel.validation_disagg import (
+    Side,
+    benchmark_run,
+    disaggregated_point,
+    sides,
+    ttft_gap_summary,
+)
 from perfmodel.validation_lengths import shape_for
 from perfmodel.validation_units import NotPredictable
 
@@ -712,8 +718,16 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
 def summary_document(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """What :data:`SUMMARY_FILE` holds: :func:`summary` and :func:`by_gpu` of every
     scored row (both files), the held-out figures and goals (:func:`held_out_summary`),
-    the breadth (:func:`counts`) and :func:`summary` of validation_cases.yaml alone."""
+    the breadth (:func:`counts`), how far the published TTFT of the held-out
+    disaggregated rows read as a run lies above the model's
+    (``validation_disagg.ttft_gap_summary``) and :func:`summary` of validation_cases.yaml
+    alone."""
+    cases = cases_by_id()
+    gap_rows = [(cases[r["case"]], r["quote"]) for r in rows
+                if r["scored"] and r["held_out"] and r["case"] in cases
+                and _reads_run(cases[r["case"]])]
     return {**summary(rows), "by_gpu": by_gpu(rows), "held_out": held_out_summary(rows),
             "counts": counts(rows),
+            "disaggregated_ttft_gap": ttft_gap_summary(gap_rows),
             "validation_cases": summary([r for r in rows if r["origin"] == CASES_FILE]),
             "source": "docs/validation.md (c), scripts/validation_table.py"}

@@ -44,6 +44,7 @@ median |error| from 16.0 % to 11.4 % (no held-out row was read to choose it).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -290,5 +291,38 @@ def sides(case: Case) -> tuple[Side, Side]:
     return case.prefill, case.decode
 
 
+#: How the InferenceX posings quote a row's mean TTFT (``scripts/pose_inferencex.py``).
+_MEAN_TTFT = re.compile(r"mean_ttft ([0-9.eE+-]+) s")
+
+
+def published_mean_ttft(quote: str) -> float | None:
+    """The mean TTFT (seconds) a row's quote states, if it states one."""
+    m = _MEAN_TTFT.search(quote or "")
+    return float(m.group(1)) if m else None
+
+
+def ttft_gap_summary(pairs: list[tuple[Case, str]]) -> dict[str, Any]:
+    """How far the published mean TTFT of disaggregated rows read as their client's run
+    lies above the run's own (seconds; ``pairs``: each row's case and quote, rows
+    without a stated TTFT skipped): rows, median, quartiles and the median ratio.  The
+    rate band does not carry this gap; a plan's caveats quote it
+    (``planner.report.answer.caveats``)."""
+    gaps, ratios = [], []
+    for case, quote in pairs:
+        published = published_mean_ttft(quote)
+        if published is None:
+            continue
+        pre, dec = sides(case)
+        ours = benchmark_run(case, pre, dec).mean_ttft_s
+        gaps.append(published - ours)
+        ratios.append(published / ours if ours > 0 else float("nan"))
+    if not gaps:
+        return {"rows": 0}
+    q1, med, q3 = (float(x) for x in np.percentile(gaps, [25, 50, 75]))
+    return {"rows": len(gaps), "median_s": med, "q1_s": q1, "q3_s": q3,
+            "ratio_median": float(np.nanmedian(ratios))}
+
+
 __all__ = ["NOT_PRICED", "ROUTERS", "DisaggregatedPoint", "Side", "Stations",
-           "benchmark_run", "disaggregated_point", "routing", "sides", "stations"]
+           "benchmark_run", "disaggregated_point", "published_mean_ttft", "routing", "sides",
+           "stations", "ttft_gap_summary"]

@@ -248,6 +248,28 @@ def _transfer_caveats(plan: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def disaggregated_ttft_caveat(ttft_ms: float | None, roles: set[str]) -> list[str]:
+    """One line when islands of ``roles`` include prefill or decode ones and a TTFT
+    ceiling ``ttft_ms`` is set: on the held-out published disaggregated systems the
+    measured TTFT lay above the perf model's by the shipped gap
+    (``perfmodel.validation_disagg.ttft_gap_summary``), which neither the simulation
+    nor the capacity band carries."""
+    if not ttft_ms or not roles & {"prefill", "decode"}:
+        return []
+    from perfmodel.validation import shipped_summary
+
+    gap = shipped_summary().get("disaggregated_ttft_gap") or {}
+    if not gap.get("rows"):
+        return []
+    return [f"Prefill and decode run on separate islands here. On {gap['rows']} published "
+            "prefill/decode-split systems held out from the perf model's calibration, the "
+            f"measured mean TTFT was above the model's by a median {gap['median_s']:.1f} s "
+            f"(quartiles {gap['q1_s']:.1f}-{gap['q3_s']:.1f} s), for causes the model "
+            "does not price (docs/perfmodel.md, known limits); the capacity band covers "
+            "the rate, not this. Measure TTFT on the deployment before promising the "
+            f"{fmt(ttft_ms)} ms ceiling."]
+
+
 def caveats(plan: Mapping[str, Any]) -> list[str]:
     """What the figures assume and what they leave out, from this plan's inputs."""
     req = plan["request"]
@@ -265,6 +287,8 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
            "network tiers; it does not model GPU failures, restarts, stragglers or load "
            "spikes beyond the workload's arrival process."]
     out += _transfer_caveats(plan)
+    out += disaggregated_ttft_caveat((req.get("slo") or {}).get("ttft_ms"),
+                                     {str(i.get("role")) for i in plan.get("islands") or []})
     exempt = s.get("slo_exempt")
     if exempt:
         lo, hi = exempt["lengths"]
@@ -300,4 +324,5 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["GLOSSARY", "answer", "caveats", "confidence", "island_groups"]
+__all__ = ["GLOSSARY", "answer", "caveats", "confidence", "disaggregated_ttft_caveat",
+           "island_groups"]

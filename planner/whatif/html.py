@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
+from planner.report.answer import disaggregated_ttft_caveat
 from planner.report.page import figure, html_table, page, term, tiles
 from planner.whatif.marginal import MarginalAnswer
 from planner.whatif.pareto import STUDY_TITLES
@@ -130,6 +131,8 @@ def caveats(result: WhatIfResult) -> list[str]:
         "search's step): treat such scenarios as equal.",
         f"Pareto front: {PARETO_RULE}.",
     ]
+    out += disaggregated_ttft_caveat(result.spec.slo.ttft_ms,
+                                     {r for x in result.outcomes for r in x.roles})
     if result.study("workload"):
         out.append("The workload study's requests/s are of other workloads: they compare "
                    "with the base only loosely.")

@@ -147,3 +147,19 @@ def test_the_router_flip_is_reported_exactly_for_rows_read_as_a_run():
     assert flipped == pytest.approx(val.error(run_row, val.predict(pooled)))
     for other in (replace(run_row, num_prompts=0), replace(run_row, unit="ttft_ms")):
         assert np.isnan(val.sensitivity(other)["router"])
+
+
+def test_the_published_ttft_gap_is_the_quoted_mean_ttft_above_the_runs_own():
+    """The quote's mean TTFT parsed; the gap summary is that minus the run's mean TTFT,
+    rows without a stated TTFT skipped."""
+    from perfmodel.validation_disagg import published_mean_ttft, ttft_gap_summary
+
+    assert published_mean_ttft("mean_tpot 0.0074 s, mean_ttft 4.963 s, mean_itl") == 4.963
+    assert published_mean_ttft("no latency quoted") is None
+    case = _case(concurrency=16, num_prompts=160)
+    ours = benchmark_run(case, PRE, DEC).mean_ttft_s
+    doc = ttft_gap_summary([(case, f"mean_ttft {ours + 2.0} s"), (case, "none"),
+                            (case, f"mean_ttft {ours + 1.0} s")])
+    assert doc["rows"] == 2 and doc["median_s"] == pytest.approx(1.5)
+    assert doc["q1_s"] == pytest.approx(1.25) and doc["q3_s"] == pytest.approx(1.75)
+    assert ttft_gap_summary([(case, "none")]) == {"rows": 0}

@@ -47,6 +47,25 @@ def test_caveats_follow_the_plan(plan):
     assert answer.caveats(unchecked)[0].startswith("The capacity was NOT checked")
 
 
+def test_a_split_plan_with_a_ttft_ceiling_quotes_the_published_ttft_gap(plan):
+    """Prefill or decode islands under a TTFT ceiling: the caveats quote the held-out
+    disaggregated rows' TTFT gap as shipped; an all-colocated plan or one without a TTFT
+    ceiling does not."""
+    gap = shipped_summary()["disaggregated_ttft_gap"]
+    assert gap["rows"] >= 9 and gap["q1_s"] <= gap["median_s"] <= gap["q3_s"]
+    split = dict(plan, islands=[dict(i, role="prefill") for i in plan["islands"][:1]]
+                 + [dict(i, role="decode") for i in plan["islands"][1:]],
+                 request=dict(plan["request"], slo={"ttft_ms": 1500.0, "tpot_ms": 40.0}))
+    line = [c for c in answer.caveats(split) if "separate islands" in c]
+    assert len(line) == 1
+    assert f"median {gap['median_s']:.1f} s" in line[0] and "1,500 ms" in line[0]
+    assert f"On {gap['rows']} published" in line[0]
+    colocated = dict(split, islands=[dict(i, role="colocated") for i in plan["islands"]])
+    no_ttft = dict(split, request=dict(split["request"], slo={"tpot_ms": 40.0}))
+    for p in (colocated, no_ttft):
+        assert not any("separate islands" in c for c in answer.caveats(p))
+
+
 def test_every_glossary_term_is_explained_in_both_renderers(plan):
     md = render_markdown(plan)
     page = render_html(plan, {name: b"png" for name in plots.FIGURES})

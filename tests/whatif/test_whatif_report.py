@@ -68,6 +68,20 @@ def test_html_explains_terms_and_uses_the_shared_page(result):
     assert "<script" not in page.lower()
 
 
+def test_split_scenarios_under_a_ttft_ceiling_carry_the_published_ttft_gap(result):
+    """The fixture's scenarios split prefill and decode: under a TTFT ceiling the
+    caveats quote the held-out disaggregated TTFT gap, once; without one (the
+    fixture's ``slo: none``) they do not."""
+    from dataclasses import replace
+
+    from planner.whatif.html import caveats
+
+    assert not any("separate islands" in c for c in caveats(result))
+    spec = replace(result.spec, slo=replace(result.spec.slo, ttft_ms=1500.0, tpot_ms=40.0))
+    lines = [c for c in caveats(replace(result, spec=spec)) if "separate islands" in c]
+    assert len(lines) == 1 and "1,500 ms" in lines[0]
+
+
 def test_html_escapes_what_the_spec_names(tmp_path):
     evil = dict(SMALL_INVENTORY, name="<b>evil</b> & co")
     res = fake_result(tmp_path, {"budget_sweep": [32]}, inventory=evil)
