@@ -224,7 +224,10 @@ def e2e_section(rows: list[dict], doc: dict, bands: dict) -> list[str]:
               "long prefill pass, drain (`perfmodel/benchmark_run.py`), with requests dealt "
               "to each side's workers in turn (Dynamo's frontend default) and within a "
               "worker to its attention-DP groups by the engine's rule (SGLang in turn, "
-              "TensorRT-LLM and vLLM to the least loaded).  *Router pooled*: such a row's "
+              "TensorRT-LLM and vLLM to the least loaded), a worker's groups running each "
+              "pass and step together, as long as the fullest group's (the engines pad "
+              "idle ranks so that the expert layers' collectives meet).  "
+              "*Router pooled*: such a row's "
               "error with every request sent to the least-loaded group of its side "
               "instead (this reading's rule before the routers' defaults were looked up).",
               "",
