@@ -270,6 +270,28 @@ def disaggregated_ttft_caveat(ttft_ms: float | None, roles: set[str]) -> list[st
             f"{fmt(ttft_ms)} ms ceiling."]
 
 
+def lockstep_prefill_caveat(islands: list[Mapping[str, Any]]) -> list[str]:
+    """One line when prefill islands run several attention-DP groups of an MoE model
+    (an expert-parallel ``tpX-dpY-epZ`` layout, Y and Z > 1): engines run those groups
+    in lockstep, the simulator does not (docs/simulation.md)."""
+    import re
+
+    seen: dict[str, int] = {}
+    for i in islands:
+        m = re.fullmatch(r"tp(\d+)-dp(\d+)-ep(\d+)", str(i.get("config") or ""))
+        if i.get("role") == "prefill" and m and int(m[2]) > 1 and int(m[3]) > 1:
+            key = f"{i.get('size')} × {i.get('gpu')} {m[0]}"
+            seen[key] = seen.get(key, 0) + 1
+    if not seen:
+        return []
+    which = ", ".join(f"{n} × ({k})" for k, n in seen.items())
+    return [f"Prefill islands {which} run several attention-DP groups of an MoE model. "
+            "The engines run such groups in lockstep -- a pass lasts as long as its "
+            "fullest group's and a prompt arriving during it waits -- which the "
+            "simulation does not model (docs/simulation.md, 'What prefill islands leave "
+            "out'): their capacity and TTFT may be worse than printed."]
+
+
 def caveats(plan: Mapping[str, Any]) -> list[str]:
     """What the figures assume and what they leave out, from this plan's inputs."""
     req = plan["request"]
@@ -289,6 +311,7 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
     out += _transfer_caveats(plan)
     out += disaggregated_ttft_caveat((req.get("slo") or {}).get("ttft_ms"),
                                      {str(i.get("role")) for i in plan.get("islands") or []})
+    out += lockstep_prefill_caveat(list(plan.get("islands") or []))
     exempt = s.get("slo_exempt")
     if exempt:
         lo, hi = exempt["lengths"]
@@ -325,4 +348,4 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = ["GLOSSARY", "answer", "caveats", "confidence", "disaggregated_ttft_caveat",
-           "island_groups"]
+           "island_groups", "lockstep_prefill_caveat"]
