@@ -288,8 +288,9 @@ def lockstep_prefill_caveat(islands: list[Mapping[str, Any]]) -> list[str]:
     return [f"Prefill islands {which} run several attention-DP groups of an MoE model. "
             "The engines run such groups in lockstep -- a pass lasts as long as its "
             "fullest group's and a prompt arriving during it waits -- which the "
-            "simulation does not model (docs/simulation.md, 'What prefill islands leave "
-            "out'): their capacity and TTFT may be worse than printed."]
+            "simulation behind this capacity does not: TTFT may be longer and the "
+            "capacity at the SLO lower than printed (docs/simulation.md, 'What prefill "
+            "islands leave out'; benchmarks/prefill_lockstep.py measures it)."]
 
 
 def caveats(plan: Mapping[str, Any]) -> list[str]:

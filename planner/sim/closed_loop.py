@@ -205,15 +205,16 @@ SATURATED = 0.97
 
 def simulate_at(plan: Mapping[str, Any], rate: float, seed: int, *,
                 warmup_s: float = WARMUP_S, measure_s: float = MEASURE_S,
-                cluster: SimCluster | None = None, router: str = "range") -> Check:
+                cluster: SimCluster | None = None, router: str = "range",
+                prefill_lockstep: bool = False) -> Check:
     """One seeded simulation of ``plan`` at ``rate`` requests/s under ``router`` (see
     :class:`Check`); ``cluster``: the plan's islands, already built (default: from the
-    plan dict)."""
+    plan dict); ``prefill_lockstep``: :class:`planner.sim.run.SimSettings`'s."""
 
     n = _requests_for(rate, warmup_s + measure_s)
     warm = warmup_s / (warmup_s + measure_s)
     settings = SimSettings(router=router, rate=f"{rate:.6g}", requests=n, seed=seed,
-                           warmup_fraction=warm)
+                           warmup_fraction=warm, prefill_lockstep=prefill_lockstep)
     run = run_plan(plan, settings, cluster=cluster)
     m = run.metrics
     c = request_columns(run.result)

@@ -27,6 +27,17 @@ the admission wait to TPOT, where a 2-token answer behind a 10 k-token KV transf
 misses any TPOT ceiling at any load.)  A request with one output token is done at the
 prefill's end.
 
+With ``prefill_lockstep`` an MoE model's prefill groups run in lockstep instead, as the
+engines run them: an idle attention-DP rank is padded with a dummy batch so that every
+rank meets the expert all-to-all (TensorRT-LLM's ``_pad_attention_dp_dummy_request``,
+SGLang's idle batch).  The island then passes all its groups at once: when it is idle
+the queue is dealt to the groups in turn, FCFS (as the engines route requests to ranks
+in turn or to the least loaded), each filled to its budget by chunked prefill -- the
+prompt that does not fit is split and its rest continues on the same group in the next
+pass, as the engines fill a rank's pass; the pass lasts as long as its fullest group's,
+and a prompt that arrives during it waits for its end (docs/simulation.md: not yet on
+in the planner's closed loop).
+
 **Decode islands.**  Continuous batching (Orca, vLLM): at each iteration boundary the
 island admits queued requests FCFS while the batch is below ``max_batch`` and their KV
 fits (context plus one step of growth for the whole batch); every running sequence then
@@ -134,14 +145,23 @@ _PROGRESS_MASK = PROGRESS_EVENTS - 1
 
 
 class _Prefill:
-    """A prefill island: one FCFS queue served by ``dp`` attention groups."""
+    """A prefill island: one FCFS queue served by ``dp`` attention groups -- each on its
+    own, or (``lockstep``: an MoE model's groups, joined by the expert layers) all in one
+    pass at a time (``running``: the groups in it; module docstring)."""
 
-    __slots__ = ("i", "queue", "free", "batches", "lin", "a", "tail", "dp", "budget")
+    __slots__ = ("i", "queue", "free", "batches", "lin", "a", "tail", "dp", "budget",
+                 "lockstep", "running", "carry", "done")
 
     def __init__(self, i: int, dp: int, lin: list[float], a: float, tail: float,
-                 budget: int) -> None:
+                 budget: int, lockstep: bool = False) -> None:
         self.i, self.dp, self.lin, self.a, self.tail = i, dp, lin, a, tail
         self.budget = budget
+        self.lockstep = lockstep and dp > 1
+        self.running = 0
+        # lockstep: the prompt each group is part-way through (-1: none), and how many of
+        # each such prompt's positions are prefilled (cached ones included)
+        self.carry = [-1] * dp
+        self.done: dict[int, int] = {}
         self.queue: deque[int] = deque()
         self.free = list(range(dp - 1, -1, -1))  # pop() takes group 0 first
         self.batches: list[list[int]] = [[] for _ in range(dp)]
@@ -202,7 +222,7 @@ class Simulation:
     def __init__(self, cluster: SimCluster, requests: Sequence[SimRequest], router: Router, *,
                  seed: int = 0, prefix_cache_blocks: int | None = None,
                  fair_sharing: bool = True, prefill_token_budget: int = 8192,
-                 oracle_refresh_s: float = 1.0) -> None:
+                 oracle_refresh_s: float = 1.0, prefill_lockstep: bool = False) -> None:
         isl = cluster.islands
         n_isl = len(isl)
         if n_isl == 0:
@@ -236,8 +256,11 @@ class Simulation:
                 split_cache[key] = prefill_split(x.prefill_s)
             lin, a, tail = split_cache[key]
             if x.role == "prefill":
+                # an MoE model's attention groups pass together (the expert all-to-all)
+                moe = any(r[5] for r in np.asarray(x.step_coeffs))
                 self._pre[x.index] = _Prefill(x.index, x.dp, lin, a, tail,
-                                              int(x.token_budget) or self.budget)
+                                              int(x.token_budget) or self.budget,
+                                              lockstep=prefill_lockstep and bool(moe))
             else:
                 rows = [tuple(map(float, r)) for r in np.asarray(x.step_coeffs)]
                 both = x.role == "both"
@@ -424,6 +447,11 @@ class Simulation:
         if self.caches is not None and req.prefix_hashes:
             self._pf_hit[pos] = self.caches[i].hit_tokens(req.prefix_hashes, req.input_len)
         self._out[i] += req.input_len
+        if p.lockstep:
+            p.queue.append(pos)
+            if not p.running:
+                self._start_pass(p)
+            return
         if p.free and not p.queue:  # an idle group takes it alone: the common case
             now = self.now
             req.t_prefill_start = now
@@ -465,12 +493,69 @@ class Simulation:
         self._work += 1
         self._push(t_end, _PREFILL_DONE, p.i, g)
 
+    def _start_pass(self, p: _Prefill) -> None:
+        """A lockstep island's pass (module docstring).  Each group first continues the
+        prompt it is part-way through; then the queue is dealt to the groups in turn,
+        FCFS, each filled to its token budget -- the prompt that does not fit is split,
+        its first chunk filling the group, the rest staying with that group for its next
+        pass (chunked prefill, as the engines fill a rank's pass) -- as the engines route
+        requests to attention-DP ranks in turn or to the least loaded.  Each group's
+        chunk of a prompt at positions [p0, p1) costs its tokens in the pass's GEMMs and
+        its causal attention P(p1) - P(p0); the pass lasts as long as the fullest
+        group's (every group runs it: idle ones pad)."""
+        queue, reqs, hit, budget, done = p.queue, self.reqs, self._pf_hit, p.budget, p.done
+        now = self.now
+        new = [0] * p.dp
+        pairs = [0.0] * p.dp
+
+        def take(g: int, pos: int) -> None:
+            # the next chunk of ``pos`` on group g, as much as the group's room allows
+            s = reqs[pos].input_len
+            p0 = done.get(pos, hit[pos])
+            p1 = min(s, p0 + max(budget - new[g], 1))
+            new[g] += p1 - p0
+            pairs[g] += 0.5 * (p1 * (p1 + 1.0) - p0 * (p0 + 1.0))
+            p.batches[g].append(pos)
+            done[pos] = p1
+            p.carry[g] = pos if p1 < s else -1
+
+        for g in range(p.dp):
+            if p.carry[g] >= 0:
+                take(g, p.carry[g])
+        open_ = [g for g in range(p.dp) if p.carry[g] < 0 and new[g] < budget]
+        k = 0
+        while queue and open_:
+            k %= len(open_)
+            g = open_[k]
+            pos = queue.popleft()
+            reqs[pos].t_prefill_start = now
+            take(g, pos)
+            if p.carry[g] >= 0 or new[g] >= budget:
+                del open_[k]  # full: the next group takes the head
+            else:
+                k += 1
+        used = [g for g in range(p.dp) if p.batches[g]]
+        t_end = now + max(_lin(p.lin, p.tail, new[g]) + p.a * pairs[g] for g in used)
+        for _ in used:
+            self.busy.append((p.i, now, t_end, 1.0 / p.dp))
+        p.running = len(used)
+        self._work += len(used)
+        self._push(t_end, _PREFILL_DONE, p.i, -1)
+
     def _prefill_done(self, i: int, g: int) -> None:
         p = cast(_Prefill, self._pre[i])  # scheduled only for prefill islands
-        batch = p.batches[g]
-        p.batches[g] = []
-        p.free.append(g)
-        self._work -= 1
+        if g < 0:  # a lockstep pass: every group's prompts whose last chunk it ran
+            batch = [pos for b in p.batches for pos in b if pos not in p.carry]
+            for pos in batch:
+                p.done.pop(pos, None)
+            p.batches = [[] for _ in range(p.dp)]
+            self._work -= p.running
+            p.running = 0
+        else:
+            batch = p.batches[g]
+            p.batches[g] = []
+            p.free.append(g)
+            self._work -= 1
         now, reqs, caches, tok = self.now, self.reqs, self.caches, self._tok
         for pos in batch:
             req = reqs[pos]
@@ -484,7 +569,10 @@ class Simulation:
                 self._complete(pos)
             else:
                 self._route_decode(pos, i)
-        if p.queue:
+        if p.lockstep:
+            if p.queue or max(p.carry) >= 0:
+                self._start_pass(p)
+        elif p.queue:
             self._start_prefill(p)
 
     # ----------------------------------------------------------------- KV transfer
@@ -1016,8 +1104,11 @@ def simulate(cluster: SimCluster, requests: Sequence[SimRequest], router: Router
              prefix_cache_blocks: int | None = None, fair_sharing: bool = True,
              max_events: int | None = None,
              progress: Callable[[int, int, float], None] | None = None,
-             prefill_token_budget: int = 8192, oracle_refresh_s: float = 1.0) -> SimResult:
+             prefill_token_budget: int = 8192, oracle_refresh_s: float = 1.0,
+             prefill_lockstep: bool = False) -> SimResult:
     """Run ``requests`` through ``cluster`` under ``router`` (module docstring).
+    ``prefill_lockstep`` runs an MoE model's prefill attention-DP groups in lockstep
+    (module docstring; off in the planner's closed loop so far: docs/simulation.md).
 
     The request objects are filled in place (and returned in ``SimResult.requests`` in the
     order given).  ``seed`` seeds the router's generator (the engine itself draws
@@ -1030,7 +1121,7 @@ def simulate(cluster: SimCluster, requests: Sequence[SimRequest], router: Router
     sim = Simulation(cluster, requests, router, seed=seed,
                      prefix_cache_blocks=prefix_cache_blocks, fair_sharing=fair_sharing,
                      prefill_token_budget=prefill_token_budget,
-                     oracle_refresh_s=oracle_refresh_s)
+                     oracle_refresh_s=oracle_refresh_s, prefill_lockstep=prefill_lockstep)
     wall = time.perf_counter()
     router.reset(sim, np.random.default_rng(seed))
     t_end = sim.run(max_events=max_events, progress=progress)

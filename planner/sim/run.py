@@ -108,6 +108,9 @@ class SimSettings:
     engine: str | None = None  # perf-model engine; default: the plan's
     #: a router.json (planner export) whose weights the range router follows
     router_config: str | None = None
+    #: run an MoE model's prefill attention-DP groups in lockstep (planner.sim.engine;
+    #: off in the planner's closed loop so far: docs/simulation.md)
+    prefill_lockstep: bool = False
 
     def calibration(self, plan: Mapping[str, Any]):
         """The perf-model calibration to run the islands with: ``engine`` if set, else the
@@ -123,7 +126,7 @@ class SimSettings:
         """Folder name of this run inside ``RUN_DIR/simulation``."""
         rate = self.rate.strip().lower().replace("/", "_")
         name = f"{self.router}-config" if self.router_config else self.router
-        return f"{name}-{rate}-s{self.seed}"
+        return f"{name}-{rate}-s{self.seed}" + ("-lockstep" if self.prefill_lockstep else "")
 
     def check(self) -> None:
         if self.arrivals not in ARRIVALS:
@@ -369,7 +372,8 @@ def run_plan(plan: Mapping[str, Any], settings: SimSettings, *,
     elif settings.calibration(plan).profile.prefill_token_budget:  # --max-tokens
         extra["prefill_token_budget"] = settings.calibration(plan).profile.prefill_token_budget
     result = simulate(cluster, requests, router, seed=settings.seed, warmup_s=warmup,
-                      fair_sharing=settings.fair_sharing, progress=progress, **extra)
+                      fair_sharing=settings.fair_sharing, progress=progress,
+                      prefill_lockstep=settings.prefill_lockstep, **extra)
     if progress is not None:  # the last word: every request accounted for
         progress(sum(1 for r in requests if r.t_done == r.t_done), len(requests),
                  float(result.t_end))

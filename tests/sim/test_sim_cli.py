@@ -220,3 +220,26 @@ def test_piped_report_keeps_every_column_whole(run_cli, run_dir):
         if isl["role"] != "idle":
             assert isl["config"] in out
     assert "…" not in out
+
+
+def test_prefill_lockstep_reaches_the_engine_and_names_its_run(plan_dir, monkeypatch):
+    """SimSettings.prefill_lockstep is passed to the engine's simulate() and tags the run
+    folder, so a lockstep run never overwrites the closed loop's kind."""
+    from planner.sim import run as sim_run
+    from planner.sim.run import SimSettings, run_plan
+
+    seen = []
+    real = sim_run.simulate
+
+    def spy(*a, **kw):
+        seen.append(kw.get("prefill_lockstep"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(sim_run, "simulate", spy)
+    plan = _plan(plan_dir)
+    for on in (False, True):
+        run_plan(plan, SimSettings(rate="0.5x", requests=400, warmup_s=5.0,
+                                   prefill_lockstep=on))
+    assert seen == [False, True]
+    assert SimSettings(prefill_lockstep=True).tag().endswith("-lockstep")
+    assert not SimSettings().tag().endswith("-lockstep")

@@ -270,3 +270,59 @@ def test_prefix_cache_hits_cut_prefill_and_transfer(monkeypatch):
     t1 = first.t_prefill_end - first.t_prefill_start
     t2 = second.t_prefill_end - second.t_prefill_start
     assert t2 < 0.5 * t1
+
+
+def _lockstep_run(model, arrivals, lengths, lockstep=True):
+    isl = [make_island(0, "p", "H200", 8, "prefill", 1, 8, 8 if model.is_moe else 1, model,
+                       max_input=4096),
+           make_island(1, "d", "H200", 8, "decode", 8, 1, 8 if model.is_moe else 1, model,
+                       max_input=4096)]
+    c = make_cluster(isl, DEFAULT_NETWORK, model.name)
+    reqs = make_requests(np.array(arrivals), np.array(lengths), np.full(len(lengths), 4))
+    simulate(c, reqs, make_router("round-robin"), prefill_lockstep=lockstep)
+    return c, reqs
+
+
+def test_an_moe_prefill_islands_groups_pass_together_and_share_the_queue_out():
+    """With ``prefill_lockstep``, MoE attention-DP groups are joined by the expert
+    all-to-all: a prompt arriving while one group prefills waits for that pass, though
+    seven groups are idle; the prompts that queued meanwhile are dealt one to a group,
+    so their pass lasts one prompt's prefill.  A dense model's groups each take a prompt
+    at once, and so do MoE groups without it."""
+    moe = get_model("deepseek-v3")
+    c, (r0, r1, r2, r3) = _lockstep_run(moe, [0.0, 0.01, 0.02, 0.03], [2000] * 4)
+    one = float(c.islands[0].prefill_s[2000])
+    assert r0.t_prefill_end == pytest.approx(one)
+    for r in (r1, r2, r3):
+        assert r.t_prefill_start == pytest.approx(r0.t_prefill_end)
+        assert r.t_prefill_end - r.t_prefill_start == pytest.approx(one)
+    dense = get_model("llama-3.1-70b")
+    _, (d0, d1) = _lockstep_run(dense, [0.0, 0.01], [2000] * 2)
+    assert d1.t_prefill_start == pytest.approx(0.01) and 0.01 < d0.t_prefill_end
+    # off (the closed loop's default so far): the MoE groups run on their own
+    _, (m0, m1) = _lockstep_run(moe, [0.0, 0.01], [2000] * 2, lockstep=False)
+    assert m1.t_prefill_start == pytest.approx(0.01) and 0.01 < m0.t_prefill_end
+
+
+def test_a_lockstep_group_fills_its_pass_to_the_budget_by_chunking_a_prompt():
+    """A prompt longer than the island's budget is prefilled in chunks on one group,
+    one pass per chunk, each chunk paying its tokens and its causal attention to the
+    positions before it."""
+    from planner.sim.cluster import prefill_split
+    from planner.sim.engine import _lin
+
+    moe = get_model("deepseek-v3")
+    isl = [dataclasses.replace(make_island(0, "p", "H200", 8, "prefill", 1, 8, 8, moe,
+                                           max_input=4096), token_budget=1000),
+           make_island(1, "d", "H200", 8, "decode", 8, 1, 8, moe, max_input=4096)]
+    c = make_cluster(isl, DEFAULT_NETWORK, moe.name)
+    reqs = make_requests(np.array([0.0]), np.array([2500]), np.array([4]))
+    simulate(c, reqs, make_router("round-robin"), prefill_lockstep=True)
+    lin, a, tail = prefill_split(c.islands[0].prefill_s)
+
+    def chunk(p0, p1):
+        return _lin(lin, tail, p1 - p0) + a * 0.5 * (p1 * (p1 + 1.0) - p0 * (p0 + 1.0))
+
+    expected = chunk(0, 1000) + chunk(1000, 2000) + chunk(2000, 2500)
+    assert reqs[0].t_prefill_end == pytest.approx(expected, rel=1e-9)
+    assert reqs[0].t_prefill_end > float(c.islands[0].prefill_s[2500])  # three passes
