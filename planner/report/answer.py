@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from perfmodel.parallel import ParallelConfig
 from perfmodel.validation import shipped_summary
 from planner.capacity_band import band_text
 from planner.report.facts import (
@@ -256,8 +257,6 @@ def disaggregated_ttft_caveat(ttft_ms: float | None, roles: set[str]) -> list[st
     nor the capacity band carries."""
     if not ttft_ms or not roles & {"prefill", "decode"}:
         return []
-    from perfmodel.validation import shipped_summary
-
     gap = shipped_summary().get("disaggregated_ttft_gap") or {}
     if not gap.get("rows"):
         return []
@@ -274,13 +273,14 @@ def lockstep_prefill_caveat(islands: list[Mapping[str, Any]]) -> list[str]:
     """One line when prefill islands run several attention-DP groups of an MoE model
     (an expert-parallel ``tpX-dpY-epZ`` layout, Y and Z > 1): engines run those groups
     in lockstep, the simulator does not (docs/simulation.md)."""
-    import re
-
     seen: dict[str, int] = {}
     for i in islands:
-        m = re.fullmatch(r"tp(\d+)-dp(\d+)-ep(\d+)", str(i.get("config") or ""))
-        if i.get("role") == "prefill" and m and int(m[2]) > 1 and int(m[3]) > 1:
-            key = f"{i.get('size')} × {i.get('gpu')} {m[0]}"
+        try:
+            cfg = ParallelConfig.from_label(str(i.get("config") or ""))
+        except ValueError:  # an idle island or a chain: no attention-DP layout
+            continue
+        if i.get("role") == "prefill" and cfg.dp > 1 and cfg.ep > 1:
+            key = f"{i.get('size')} × {i.get('gpu')} {cfg.label()}"
             seen[key] = seen.get(key, 0) + 1
     if not seen:
         return []

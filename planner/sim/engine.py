@@ -126,6 +126,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from perfmodel.timing import STEP_COLUMNS
 from planner.core.errors import PlannerError
 from planner.sim.cluster import prefill_split, step_time, steps_time, steps_until
 from planner.sim.netflow import FlowNetwork
@@ -139,6 +140,8 @@ heappush, heappop = heapq.heappush, heapq.heappop
 _perf = time.perf_counter
 _PREFILL_DONE, _NET, _EPOCH, _HOLD_RETRY, _DECODE_RETRY, _KICK = range(6)
 _INF = math.inf
+#: Column of the MoE layer count in a step-coefficient row (perfmodel.timing.STEP_COLUMNS).
+_M_COUNT = STEP_COLUMNS.index("m_count")
 #: Events between two ``progress`` calls (a power of two: the test is a bit mask).
 PROGRESS_EVENTS = 1 << 14
 _PROGRESS_MASK = PROGRESS_EVENTS - 1
@@ -255,12 +258,12 @@ class Simulation:
             if key not in split_cache:
                 split_cache[key] = prefill_split(x.prefill_s)
             lin, a, tail = split_cache[key]
+            # MoE layers in the step: the attention groups meet in the expert all-to-all
+            moe = bool(np.any(np.asarray(x.step_coeffs)[:, _M_COUNT]))
             if x.role == "prefill":
-                # an MoE model's attention groups pass together (the expert all-to-all)
-                moe = any(r[5] for r in np.asarray(x.step_coeffs))
                 self._pre[x.index] = _Prefill(x.index, x.dp, lin, a, tail,
                                               int(x.token_budget) or self.budget,
-                                              lockstep=prefill_lockstep and bool(moe))
+                                              lockstep=prefill_lockstep and moe)
             else:
                 rows = [tuple(map(float, r)) for r in np.asarray(x.step_coeffs)]
                 both = x.role == "both"
@@ -270,7 +273,7 @@ class Simulation:
                 chunked = both and x.chunked_prefill and any(r[1] or r[5] for r in rows)
                 # a dense model's data-parallel replicas share no collective: each is an
                 # engine of its own; MoE groups step together (the expert all-to-all)
-                engines = x.dp if chunked and x.dp > 1 and not any(r[5] for r in rows) else 1
+                engines = x.dp if chunked and x.dp > 1 and not moe else 1
                 budget = int(x.token_budget) or self.budget
                 dp = x.dp if engines == 1 else 1
                 units = []
