@@ -1,14 +1,15 @@
-"""How much a plan's promise rests on prefill attention-DP groups running on their own.
+"""What running an MoE model's prefill attention-DP groups in lockstep costs a plan.
 
-    .venv/bin/python benchmarks/prefill_lockstep.py [--budget 512] [-- PLAN ARGS...]
+    .venv/bin/python benchmarks/prefill_lockstep.py [-- PLAN ARGS...]
 
-The engines run an MoE model's attention-DP ranks in lockstep (planner.sim.engine,
-``prefill_lockstep``); the planner's closed loop does not yet for prefill islands
-(docs/simulation.md).  This makes the README's plan (``planner plan --inventory
+The engines run an MoE model's attention-DP ranks in lockstep, and so do the simulator
+and the planner's closed loop by default (planner.sim.engine, ``prefill_lockstep``;
+docs/simulation.md).  This makes the README's plan (``planner plan --inventory
 inventories/gpus.yaml --budget 512``, in-process, seed 0) and simulates it at its
-headline on the seeds the planner never used (11, 12, 13), with the prefill groups on
-their own (what the headline was verified with) and in lockstep, then at 1.5x the
-headline to show what each completes when overloaded.  Prints one row per setting.
+headline on seeds the planner never used (11, 12, 13), with the prefill groups in
+lockstep (what the headline is verified with) and on their own (``planner simulate
+--independent-prefill``), then at 1.5x the headline to show what each completes when
+overloaded.  Prints one row per setting.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def main() -> None:
           f"(router {router}); seeds {', '.join(map(str, SEEDS))}")
     print(f"{'prefill groups':15s} {'rate':>7s} {'SLO held (min)':>15s} {'completed':>10s} "
           f"{'TTFT p50':>9s} {'TTFT p90':>9s}")
-    for lockstep in (False, True):
+    for lockstep in (True, False):
         for k in (1.0, 1.5):
             checks = [simulate_at(plan, k * rate, seed, router=router,
                                   prefill_lockstep=lockstep) for seed in SEEDS]

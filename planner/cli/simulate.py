@@ -72,6 +72,10 @@ def simulate(
     no_fair_sharing: bool = typer.Option(False, "--no-fair-sharing", help="Give every KV "
                                          "transfer its tier's full bandwidth (faster, "
                                          "optimistic)."),
+    independent_prefill: bool = typer.Option(
+        False, "--independent-prefill", help="Let an MoE model's prefill attention-DP "
+        "groups run on their own instead of in lockstep (the engines' way, and the "
+        "closed loop's): optimistic about TTFT."),
     engine: str | None = typer.Option(None, "--engine", help="Perf-model engine. "
                                       f"{ENGINES.help()}.", show_default="the plan's"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display, timing "
@@ -98,7 +102,8 @@ def simulate(
             ("-n/--requests", requests, None), ("--arrivals", arrivals, "auto"),
             ("--warmup", warmup, "30s"), ("--ttft-slo", ttft_slo, None),
             ("--tpot-slo", tpot_slo, None), ("--engine", engine, None),
-            ("--no-fair-sharing", no_fair_sharing, False)) if value != default]
+            ("--no-fair-sharing", no_fair_sharing, False),
+            ("--independent-prefill", independent_prefill, False)) if value != default]
         _replay_schedule(run_dir, profile, router, seed, given, quiet)
         return
     values.number(requests, "-n/--requests", integer=True, ge=1, le=values.MAX_SIM_REQUESTS)
@@ -151,6 +156,7 @@ def simulate(
                                    trace_format=trace_format, ttft_slo_s=ttft_slo,
                                    tpot_slo_s=tpot_slo, fair_sharing=not no_fair_sharing,
                                    engine=engine,
+                                   prefill_lockstep=not independent_prefill,
                                    router_config=None if router_config is None
                                    else str(router_config))
             inner = (plan.get("request") or {}).get("inner")

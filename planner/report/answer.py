@@ -14,7 +14,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perfmodel.parallel import ParallelConfig
 from perfmodel.validation import shipped_summary
 from planner.capacity_band import band_text
 from planner.report.facts import (
@@ -269,30 +268,6 @@ def disaggregated_ttft_caveat(ttft_ms: float | None, roles: set[str]) -> list[st
             f"{fmt(ttft_ms)} ms ceiling."]
 
 
-def lockstep_prefill_caveat(islands: list[Mapping[str, Any]]) -> list[str]:
-    """One line when prefill islands run several attention-DP groups of an MoE model
-    (an expert-parallel ``tpX-dpY-epZ`` layout, Y and Z > 1): engines run those groups
-    in lockstep, the simulator does not (docs/simulation.md)."""
-    seen: dict[str, int] = {}
-    for i in islands:
-        try:
-            cfg = ParallelConfig.from_label(str(i.get("config") or ""))
-        except ValueError:  # an idle island or a chain: no attention-DP layout
-            continue
-        if i.get("role") == "prefill" and cfg.dp > 1 and cfg.ep > 1:
-            key = f"{i.get('size')} × {i.get('gpu')} {cfg.label()}"
-            seen[key] = seen.get(key, 0) + 1
-    if not seen:
-        return []
-    which = ", ".join(f"{n} × ({k})" for k, n in seen.items())
-    return [f"Prefill islands {which} run several attention-DP groups of an MoE model. "
-            "The engines run such groups in lockstep -- a pass lasts as long as its "
-            "fullest group's and a prompt arriving during it waits -- which the "
-            "simulation behind this capacity does not: TTFT may be longer and the "
-            "capacity at the SLO lower than printed (docs/simulation.md, 'What prefill "
-            "islands leave out'; benchmarks/prefill_lockstep.py measures it)."]
-
-
 def caveats(plan: Mapping[str, Any]) -> list[str]:
     """What the figures assume and what they leave out, from this plan's inputs."""
     req = plan["request"]
@@ -312,7 +287,6 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
     out += _transfer_caveats(plan)
     out += disaggregated_ttft_caveat((req.get("slo") or {}).get("ttft_ms"),
                                      {str(i.get("role")) for i in plan.get("islands") or []})
-    out += lockstep_prefill_caveat(list(plan.get("islands") or []))
     exempt = s.get("slo_exempt")
     if exempt:
         lo, hi = exempt["lengths"]
@@ -349,4 +323,4 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = ["GLOSSARY", "answer", "caveats", "confidence", "disaggregated_ttft_caveat",
-           "island_groups", "lockstep_prefill_caveat"]
+           "island_groups"]

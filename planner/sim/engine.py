@@ -35,8 +35,12 @@ the queue is dealt to the groups in turn, FCFS (as the engines route requests to
 in turn or to the least loaded), each filled to its budget by chunked prefill -- the
 prompt that does not fit is split and its rest continues on the same group in the next
 pass, as the engines fill a rank's pass; the pass lasts as long as its fullest group's,
-and a prompt that arrives during it waits for its end (docs/simulation.md: not yet on
-in the planner's closed loop).
+and a prompt that arrives during it waits for its end.  This is the default, and the
+planner's closed loop runs it (docs/simulation.md, "Prefill lockstep").  Dealing the
+queue at the pass start balances the groups at least as well as an engine that routes
+each prompt to a rank on arrival, so if anything it flatters the lockstep's cost.
+``prefill_lockstep=False`` lets every group take the head of the queue when it is free,
+as a dense model's groups (which share no collective) always do.
 
 **Decode islands.**  Continuous batching (Orca, vLLM): at each iteration boundary the
 island admits queued requests FCFS while the batch is below ``max_batch`` and their KV
@@ -225,7 +229,7 @@ class Simulation:
     def __init__(self, cluster: SimCluster, requests: Sequence[SimRequest], router: Router, *,
                  seed: int = 0, prefix_cache_blocks: int | None = None,
                  fair_sharing: bool = True, prefill_token_budget: int = 8192,
-                 oracle_refresh_s: float = 1.0, prefill_lockstep: bool = False) -> None:
+                 oracle_refresh_s: float = 1.0, prefill_lockstep: bool = True) -> None:
         isl = cluster.islands
         n_isl = len(isl)
         if n_isl == 0:
@@ -560,18 +564,24 @@ class Simulation:
             p.free.append(g)
             self._work -= 1
         now, reqs, caches, tok = self.now, self.reqs, self.caches, self._tok
-        for pos in batch:
-            req = reqs[pos]
-            req.t_prefill_end = now
-            tok[pos] = 1
-            self._out[i] -= req.input_len
-            if caches is not None and req.prefix_hashes:
-                caches[i].touch(req.prefix_hashes)
-            if req.output_len <= 1:
-                req.t_first_token = now  # the answer is the prefill's token
-                self._complete(pos)
-            else:
-                self._route_decode(pos, i)
+        # the pass's KV transfers start together: one network filling for all of them
+        with self.net.batched(now):
+            for pos in batch:
+                req = reqs[pos]
+                req.t_prefill_end = now
+                tok[pos] = 1
+                self._out[i] -= req.input_len
+                if caches is not None and req.prefix_hashes:
+                    caches[i].touch(req.prefix_hashes)
+                if req.output_len <= 1:
+                    req.t_first_token = now  # the answer is the prefill's token
+                    self._complete(pos)
+                else:
+                    self._route_decode(pos, i)
+        f = self.net.next_finish()
+        if f < self._net_due:
+            self._net_due = f
+            self._push(f, _NET, 0, 0)
         if p.lockstep:
             if p.queue or max(p.carry) >= 0:
                 self._start_pass(p)
@@ -1108,10 +1118,10 @@ def simulate(cluster: SimCluster, requests: Sequence[SimRequest], router: Router
              max_events: int | None = None,
              progress: Callable[[int, int, float], None] | None = None,
              prefill_token_budget: int = 8192, oracle_refresh_s: float = 1.0,
-             prefill_lockstep: bool = False) -> SimResult:
+             prefill_lockstep: bool = True) -> SimResult:
     """Run ``requests`` through ``cluster`` under ``router`` (module docstring).
-    ``prefill_lockstep`` runs an MoE model's prefill attention-DP groups in lockstep
-    (module docstring; off in the planner's closed loop so far: docs/simulation.md).
+    ``prefill_lockstep`` runs an MoE model's prefill attention-DP groups in lockstep, as
+    the engines do (module docstring); False lets each group run on its own.
 
     The request objects are filled in place (and returned in ``SimResult.requests`` in the
     order given).  ``seed`` seeds the router's generator (the engine itself draws

@@ -108,9 +108,9 @@ class SimSettings:
     engine: str | None = None  # perf-model engine; default: the plan's
     #: a router.json (planner export) whose weights the range router follows
     router_config: str | None = None
-    #: run an MoE model's prefill attention-DP groups in lockstep (planner.sim.engine;
-    #: off in the planner's closed loop so far: docs/simulation.md)
-    prefill_lockstep: bool = False
+    #: run an MoE model's prefill attention-DP groups in lockstep, as the engines do
+    #: (planner.sim.engine); False: each group on its own (docs/simulation.md)
+    prefill_lockstep: bool = True
 
     def calibration(self, plan: Mapping[str, Any]):
         """The perf-model calibration to run the islands with: ``engine`` if set, else the
@@ -126,7 +126,7 @@ class SimSettings:
         """Folder name of this run inside ``RUN_DIR/simulation``."""
         rate = self.rate.strip().lower().replace("/", "_")
         name = f"{self.router}-config" if self.router_config else self.router
-        return f"{name}-{rate}-s{self.seed}" + ("-lockstep" if self.prefill_lockstep else "")
+        return f"{name}-{rate}-s{self.seed}" + ("" if self.prefill_lockstep else "-unlocked")
 
     def check(self) -> None:
         if self.arrivals not in ARRIVALS:

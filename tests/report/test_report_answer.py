@@ -66,24 +66,6 @@ def test_a_split_plan_with_a_ttft_ceiling_quotes_the_published_ttft_gap(plan):
         assert not any("separate islands" in c for c in answer.caveats(p))
 
 
-def test_moe_prefill_islands_with_attention_dp_groups_are_flagged_for_lockstep(plan):
-    """A prefill island of an expert-parallel layout with several attention-DP groups
-    gets the lockstep caveat, counted by island kind; tensor-parallel prefill islands,
-    dense data-parallel ones (ep 1) and decode islands do not."""
-    base = dict(plan["islands"][0], gpu="H20", size=24)
-    isl = [dict(base, role="prefill", config="tp1-dp24-ep24"),
-           dict(base, role="prefill", config="tp1-dp24-ep24"),
-           dict(base, role="prefill", config="tp8-dp1-ep8", size=8),
-           dict(base, role="prefill", config="tp1-dp8-ep1", size=8),
-           dict(base, role="decode", config="tp1-dp24-ep24")]
-    (line,) = answer.lockstep_prefill_caveat(isl)
-    assert line.startswith("Prefill islands 2 × (24 × H20 tp1-dp24-ep24) run")
-    assert "tp8" not in line and "ep1" not in line
-    assert answer.lockstep_prefill_caveat(isl[2:]) == []
-    with_it = dict(plan, islands=isl)
-    assert sum("lockstep" in c for c in answer.caveats(with_it)) == 1
-
-
 def test_every_glossary_term_is_explained_in_both_renderers(plan):
     md = render_markdown(plan)
     page = render_html(plan, {name: b"png" for name in plots.FIGURES})

@@ -222,11 +222,15 @@ def test_piped_report_keeps_every_column_whole(run_cli, run_dir):
     assert "…" not in out
 
 
-def test_prefill_lockstep_reaches_the_engine_and_names_its_run(plan_dir, monkeypatch):
-    """SimSettings.prefill_lockstep is passed to the engine's simulate() and tags the run
-    folder, so a lockstep run never overwrites the closed loop's kind."""
+def test_prefill_lockstep_is_on_in_the_closed_loop_and_off_only_when_asked(
+        plan_dir, run_dir, run_cli, monkeypatch):
+    """The engines run an MoE model's prefill attention-DP groups in lockstep, so the
+    closed loop's simulate_at and ``planner simulate`` do too; --independent-prefill
+    (SimSettings.prefill_lockstep False) reaches the engine and tags its run folder, so
+    it never overwrites the default run's."""
+    from planner.sim import closed_loop
     from planner.sim import run as sim_run
-    from planner.sim.run import SimSettings, run_plan
+    from planner.sim.run import SimSettings
 
     seen = []
     real = sim_run.simulate
@@ -237,9 +241,13 @@ def test_prefill_lockstep_reaches_the_engine_and_names_its_run(plan_dir, monkeyp
 
     monkeypatch.setattr(sim_run, "simulate", spy)
     plan = _plan(plan_dir)
-    for on in (False, True):
-        run_plan(plan, SimSettings(rate="0.5x", requests=400, warmup_s=5.0,
-                                   prefill_lockstep=on))
-    assert seen == [False, True]
-    assert SimSettings(prefill_lockstep=True).tag().endswith("-lockstep")
-    assert not SimSettings().tag().endswith("-lockstep")
+    closed_loop.simulate_at(plan, 0.3 * plan["summary"]["requests_per_s"], 0,
+                            warmup_s=2.0, measure_s=3.0)
+    rc, _, err = run_cli("simulate", str(run_dir), "-n", "300", "-q",
+                         "--independent-prefill")
+    assert rc == 0, err
+    assert seen == [True, False]
+    runs = json.loads((run_dir / "simulation.json").read_text())["runs"]
+    assert [r["tag"] for r in runs] == [SimSettings(prefill_lockstep=False).tag()]
+    assert runs[0]["tag"].endswith("-unlocked")
+    assert not SimSettings().tag().endswith("-unlocked")

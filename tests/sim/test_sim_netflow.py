@@ -307,3 +307,46 @@ def test_incremental_rates_always_equal_a_full_refill(threshold, monkeypatch):
         assert np.allclose(got, ref, rtol=1e-7), (key, now)
         checked += len(ts)
     assert checked > 1000  # enough concurrency to exercise sharing
+
+
+@pytest.mark.parametrize("threshold", [10**9, 1])
+def test_a_batched_burst_gets_the_rates_and_finishes_of_starts_one_by_one(threshold,
+                                                                           monkeypatch):
+    """A lockstep prefill pass starts its groups' transfers at one instant inside
+    ``batched()``: one filling at its end gives every transfer the rate (and so the
+    finish) the starts one by one give, with transfers already in flight; inside the
+    block a start returns inf, and batched() does not nest."""
+    import planner.sim.netflow as nf
+
+    monkeypatch.setattr(nf, "_NUMPY_MIN", threshold)
+    rng = np.random.default_rng(3)
+    early = [(int(s), int(d), float(rng.uniform(0.2, 1.0)) * GB)
+             for s, d in (rng.choice(6, size=2, replace=False) for _ in range(5))]
+    burst = [(int(rng.choice([0, 2, 3])), int(d), float(rng.uniform(0.1, 1.0)) * GB)
+             for d in rng.choice([1, 4, 5], size=12)]
+
+    def run(batch: bool) -> dict[int, float]:
+        net = FlowNetwork(SEED003_NETWORK, LOCS, gpus=[8, 4, 8, 8, 2, 8],
+                          group_gpus=[1, 4, 1, 4, 2, 8])
+        for key, (s, d, b) in enumerate(early):
+            net.start(0.0, key, s, d, b, 2)
+        t = 0.05
+        assert not net.pop_finished(t)
+        keys = range(len(early), len(early) + len(burst))
+        if batch:
+            with net.batched(t):
+                assert all(net.start(t, k, s, d, b, 1) == math.inf
+                           for k, (s, d, b) in zip(keys, burst, strict=True))
+                with pytest.raises(RuntimeError):
+                    with net.batched(t):
+                        pass
+        else:
+            for k, (s, d, b) in zip(keys, burst, strict=True):
+                net.start(t, k, s, d, b, 1)
+        rates = {k: net.rate_of(k) for k in range(len(early) + len(burst))}
+        assert all(r > 0 for r in rates.values())
+        return {**drain(net), **{-1 - k: r for k, r in rates.items()}}
+
+    one_by_one, batched = run(False), run(True)
+    assert one_by_one.keys() == batched.keys()
+    assert all(batched[k] == pytest.approx(one_by_one[k], rel=1e-7) for k in one_by_one)
