@@ -95,8 +95,12 @@ def beaten(plan_dict: dict) -> bool:
 
 def sweep(args: list[str], target: float, tmp: Path) -> float:
     """The cheapest cost of a plan made for ``target x k`` (k in :data:`SWEEP`, no
-    closed loop) whose SLO holds at ``target`` on the planner's own seeds."""
-    from planner.sim.closed_loop import ATTAIN_TARGET, verify_seeds
+    closed loop) that keeps the planner's promise at ``target``: its SLO holds at the
+    target on the planner's own seeds and, on the search's seed, with the closed loop's
+    headroom of load above it (``HEADROOM``).  Without the headroom the sweep would
+    accept plans the planner's own promise refuses (a $304/h plan holding 200 req/s but
+    not 210 made the target-200 row read 1.105), and compare two different promises."""
+    from planner.sim.closed_loop import ATTAIN_TARGET, HEADROOM, verify_seeds
 
     best = math.inf
     base = [a for a in args]
@@ -111,7 +115,8 @@ def sweep(args: list[str], target: float, tmp: Path) -> float:
         if cost >= best:
             continue
         d["summary"]["closed_loop"] = {"router": "range"}
-        if held(d, target, (0, *verify_seeds(0))) >= ATTAIN_TARGET:
+        if held(d, target * (1 + HEADROOM), (0,)) >= ATTAIN_TARGET and \
+                held(d, target, (0, *verify_seeds(0))) >= ATTAIN_TARGET:
             best = cost
     return best
 
@@ -176,7 +181,9 @@ def render(rows: list[dict], readme_s: float) -> str:
         "*saturation* the most the plan completes when overloaded; *jsq* the SLO "
         "attainment at the headline under the jsq router (the report's second router); "
         "*beaten* whether an alternative in the plan's own report beats it (goal: no); "
-        "*÷ sweep* the target-mode cost over the cheapest plan that holds the target "
+        "*÷ sweep* the target-mode cost over the cheapest plan that keeps the planner's "
+        "promise at the target (the SLO held there on its four seeds, and 5 % above it "
+        "on seed 0) "
         f"among plans made for the target x {', '.join(f'{k:g}' for k in SWEEP)} "
         "(goal <= 1.05).",
         "",
