@@ -405,9 +405,7 @@ class FlowNetwork:
         finally:
             self._deferred = None
         if seeds:
-            now = float(now)
-            self._rebalance(seeds, now, self._static_caps if self._bg is None
-                            else self._caps(now))
+            self._rebalance(seeds, float(now), self._caps(float(now)))
 
     def next_finish(self) -> float:
         """Earliest completion under the current rates (``inf`` if nothing is in flight)."""
