@@ -120,8 +120,8 @@ def _ring(ks: KernelSet, kind: str, nbytes, group, domain: int):
     reduce-scatter: the input).  All-gather and reduce-scatter are each half of an
     all-reduce (NCCL's ring all-reduce is a reduce-scatter then an all-gather), on the
     measured all-reduce curves.  A group wider than the NVLink domain runs at the
-    scale-out bandwidth (``KernelSet.allreduce(..., scaleout=True)``); PCIe parts pay
-    their PCIe figure inside a server."""
+    scale-out bandwidth and NCCL's network latency (``KernelSet.allreduce(..., nodes)``,
+    ``nodes = ceil(group / domain)``); PCIe parts pay their PCIe figure inside a server."""
     group = np.asarray(group, float)
     nbytes = np.asarray(nbytes, float)
     shape = np.broadcast_shapes(np.shape(group), np.shape(nbytes))
@@ -133,8 +133,8 @@ def _ring(ks: KernelSet, kind: str, nbytes, group, domain: int):
         if g <= 1:
             continue
         sel = groups == g  # price only the elements of this group size
-        out[sel] = share * np.asarray(ks.allreduce(full[sel], int(g),
-                                                   scaleout=bool(g > domain)), float)
+        nodes = int(np.ceil(g / domain))
+        out[sel] = share * np.asarray(ks.allreduce(full[sel], int(g), nodes=nodes), float)
     sent = nbytes * share * 2.0 * np.maximum(group - 1.0, 0.0) / np.maximum(group, 1.0)
     return out, sent + 0.0 * out
 

@@ -349,14 +349,15 @@ class KernelSet:
             self._cache["_curves"] = (curves, link)
         return self._cache["_curves"]
 
-    def allreduce(self, nbytes, gpus, scaleout: bool = False):
-        """Tensor-parallel all-reduce of ``nbytes`` across ``gpus`` GPUs; a group wider
-        than the scale-up domain runs at the scale-out bandwidth (its bandwidth term
-        stretched by scale-up / scale-out)."""
+    def allreduce(self, nbytes, gpus, nodes: int = 1):
+        """Tensor-parallel all-reduce of ``nbytes`` across ``gpus`` GPUs on ``nodes``
+        scale-up domains; a group wider than one domain runs at the scale-out bandwidth
+        (its bandwidth term stretched by scale-up / scale-out) and pays NCCL's network
+        latency (:func:`perfmodel.kernels.timing.network_allreduce_floor`)."""
         curves, fitted_link = self._curves()
-        link = self.gpu.scaleout_gbps if scaleout else self.gpu.scaleup_gbps
+        link = self.gpu.scaleout_gbps if nodes > 1 else self.gpu.scaleup_gbps
         scale = fitted_link / link
-        return timing.allreduce_time(curves, nbytes, int(gpus), scale)
+        return timing.allreduce_time(curves, nbytes, int(gpus), scale, int(nodes))
 
     def alltoall(self, bytes_intra, bytes_inter, mode: str, phase: str):
         """Dispatch or combine: bytes sent within the scale-up domain and across it run

@@ -108,8 +108,8 @@ class RooflineKernels:
         # layers.elementwise charges three kernels a layer: 10 us of non-GEMM work in all.
         return LAYER_OVERHEAD / 3.0
 
-    def allreduce(self, nbytes, gpus, scaleout: bool = False):
-        link = (self.gpu.scaleout_gbps * SCALEOUT_EFF if scaleout
+    def allreduce(self, nbytes, gpus, nodes: int = 1):
+        link = (self.gpu.scaleout_gbps * SCALEOUT_EFF if nodes > 1
                 else self.gpu.scaleup_gbps * SCALEUP_EFF) * 1e9
         return 2.0 * (gpus - 1.0) / gpus * np.asarray(nbytes, float) / link + ALLREDUCE_LATENCY
 

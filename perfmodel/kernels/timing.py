@@ -80,13 +80,44 @@ def mla_decode_time(model: EfficiencyModel, batch, context, heads, kv_kind: str,
                          *ops.mla_decode_coords(batch, context, heads), sms=sms)
 
 
-def allreduce_time(curves: dict[int, CurveModel], nbytes, gpus: int, link_scale: float = 1.0):
-    """All-reduce of ``nbytes`` across ``gpus`` GPUs of one scale-up domain.
+#: NCCL's tuner constants for an all-reduce across servers (``src/graph/tuning.cc``,
+#: NVIDIA/nccl at 5067397, 2026-06: ``baseLatencies`` and ``hwLatencies``, tree algorithm,
+#: LL protocol -- the lowest-latency choice NCCL has for a small message across nodes):
+#: a base latency, and one hop's latency on NVLink and on the network (microseconds).
+NCCL_TREE_LL_BASE_US = 6.8
+NCCL_NVLINK_LL_HOP_US = 0.6
+NCCL_NET_LL_HOP_US = 5.0
+
+
+def network_allreduce_floor(gpus: int, nodes: int) -> float:
+    """Seconds an all-reduce of a small message takes across ``nodes`` servers of
+    ``gpus / nodes`` GPUs each, by NCCL's own latency model of its tree algorithm:
+    ``base + 2 ((gpus/nodes - 1) nvlink_hop + floor(log2 nodes) net_hop)`` -- 25.2 us for
+    16 GPUs on two 8-GPU servers (NCCL issue 1453 logs its tuner's 25.9 us for 4 kB there).
+
+    Why: the measured curves are one server's all-reduce, whose floor (about 3 us on
+    H100 under TensorRT-LLM) is an NVLink one-shot kernel that cannot span servers; a
+    group wider than the scale-up domain falls back to NCCL over the network, and a
+    decode step's small all-reduces then pay that network latency, not the NVLink one.
+    """
+    if nodes <= 1:
+        return 0.0
+    per_node = gpus / nodes
+    hops = 2.0 * ((per_node - 1.0) * NCCL_NVLINK_LL_HOP_US
+                  + int(np.log2(nodes)) * NCCL_NET_LL_HOP_US)
+    return (NCCL_TREE_LL_BASE_US + hops) * 1e-6
+
+
+def allreduce_time(curves: dict[int, CurveModel], nbytes, gpus: int, link_scale: float = 1.0,
+                   nodes: int = 1):
+    """All-reduce of ``nbytes`` across ``gpus`` GPUs on ``nodes`` scale-up domains.
 
     Measured GPU counts use their curve; another count uses the nearest measured one with
     its bandwidth term scaled by the ring factor 2(n-1)/n.  ``link_scale`` (fitting
     link / target link) stretches the bandwidth term for a GPU whose links differ from
-    the one measured; the latency floor stays.
+    the one measured, or for a group that spans domains (the scale-out link); the latency
+    floor stays the measured one inside a domain and is NCCL's network floor across
+    domains (:func:`network_allreduce_floor`), whichever is larger.
     """
     if gpus <= 1 or not curves:
         return np.zeros_like(np.asarray(nbytes, float))
@@ -96,7 +127,8 @@ def allreduce_time(curves: dict[int, CurveModel], nbytes, gpus: int, link_scale:
     ring = (2.0 * (gpus - 1) / gpus) / (2.0 * (near - 1) / near)
     t = curve.time(nbytes)
     floor = float(np.exp(curve.log_t[0]))
-    return floor + np.maximum(t - floor, 0.0) * ring * link_scale
+    base = max(floor, network_allreduce_floor(gpus, nodes))
+    return base + np.maximum(t - floor, 0.0) * ring * link_scale
 
 
 def alltoall_time(model: AllToAllModel, bytes_per_gpu, link: float):

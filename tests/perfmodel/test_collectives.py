@@ -149,3 +149,33 @@ def test_aggregated_json_lists_the_mixed_pass_collectives_it_prices(run_cli):
     assert all(c["seconds"] > 0 for c in mixed["collectives"] if c["group"] > 1)
     assert listed["tp_allreduce"]["total_seconds"] == pytest.approx(
         mixed["seconds"]["tp_allreduce"], rel=1e-6)
+
+
+def test_nccl_network_floor_follows_its_tuner_model():
+    from perfmodel.kernels.timing import network_allreduce_floor
+
+    assert network_allreduce_floor(8, 1) == 0.0
+    # 6.8 + 2 (7 x 0.6 + 1 x 5.0) us: 16 GPUs on two 8-GPU servers
+    assert network_allreduce_floor(16, 2) == pytest.approx(25.2e-6)
+    # four servers: two network hops each way (floor(log2 4) = 2)
+    assert network_allreduce_floor(32, 4) == pytest.approx((6.8 + 2 * (7 * 0.6 + 2 * 5.0)) * 1e-6)
+
+
+def test_a_small_allreduce_across_servers_pays_the_network_latency():
+    """One decode token's all-reduce (14 kB) across two H100 servers: the measured
+    curve's NVLink floor (a one-shot kernel of about 3 us) cannot span servers; NCCL's
+    network floor does, so the across-server time is at least that floor and well above
+    the inside-server time."""
+    from perfmodel.kernels.timing import network_allreduce_floor
+
+    ks = kernels_for(get_gpu("H100-SXM"), "trtllm")
+    small = np.array([7168.0 * 2])
+    inside = float(ks.allreduce(small, 8, nodes=1)[0])
+    across = float(ks.allreduce(small, 16, nodes=2)[0])
+    assert inside < 10e-6
+    assert across >= network_allreduce_floor(16, 2)
+    assert across > 3 * inside
+    # a large message is bandwidth-bound: the floor adds under a tenth of its time
+    big = np.array([2.0 ** 28])
+    t_big = float(ks.allreduce(big, 16, nodes=2)[0])
+    assert network_allreduce_floor(16, 2) < 0.1 * t_big
