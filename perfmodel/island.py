@@ -254,9 +254,54 @@ def _selection_lengths(shape: WorkloadShape) -> tuple[np.ndarray, np.ndarray]:
 BUDGET_FRACTIONS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
 
 
+#: Passes a prompt of a lockstep prefill island may wait for before its own: one, the
+#: pass under way when it arrives (:func:`lockstep_wait`).
+LOCKSTEP_WAIT_PASSES = 1.0
+
+
+def _chunks(s, hit_rate: float, calib: Calibration):
+    """Passes a prompt of ``s`` tokens takes alone (chunked prefill at the engine's token
+    budget): the pass under way on a lockstep island is one such chunk, not the prompt."""
+    n = np.maximum(np.asarray(s, float) * (1.0 - hit_rate), 1.0)
+    budget = calib.profile.prefill_token_budget or np.inf
+    return np.maximum(n / budget, 1.0)
+
+
+def lockstep_wait(model: ModelSpec, dp, calib: Calibration):
+    """The factor on a prefill pass time that gives the slowest prompt's TTFT: ``1 +``
+    :data:`LOCKSTEP_WAIT_PASSES` where an MoE model's attention-DP groups run their
+    passes in lockstep (dp > 1), else 1.
+
+    Why: the engines run such groups together so that the expert layers' collectives
+    meet (TensorRT-LLM pads an idle rank with a dummy request, SGLang runs an idle
+    batch), and a pass lasts as long as the fullest group's.  A prompt that arrives
+    just after a pass began waits for all of it, even when its own group is idle, and
+    then runs its own pass: up to two pass times, where independent groups would start
+    it at once.  The pass under way is one budget's chunk, so a prompt chunked into m
+    passes waits 1 / m of its own time more (``_prefill_rps``).  The simulator plays this out (``planner.sim.engine``, prefill lockstep
+    on by default); without it in the tables, the search chose budgets whose passes met
+    the TTFT ceiling only without the wait, and the closed loop cut the README plan's
+    promise from the model's 417 to 270 requests/s (docs/simulation.md).  The worst
+    arrival, not the mean (half a pass), because the ceiling is the slowest request's.
+
+    This is not the queueing margin the planner already keeps (``TTFT_PASS_SHARE`` in
+    ``planner.core.defaults``: a pass may take half the ceiling, the other half left for
+    waiting behind a busy group): groups on their own wait only when their own group is
+    busy, and then often behind a short pass, while lockstep groups wait whenever *any*
+    of the dp groups is busy -- nearly always, at 24 groups -- and behind a full one.
+    The wait is part of a lockstep prompt's latency at any load; the margin stays for
+    the queue on top.  With both, the README plan's closed loop promises 361 requests/s
+    where the model says 394 (x0.92; it was x0.65).
+    The thesis's roofline engine keeps its own reading (no lockstep)."""
+    dp = np.asarray(dp, float)
+    lock = (dp > 1) & bool(model.is_moe) & (calib.engine != "roofline")
+    return 1.0 + LOCKSTEP_WAIT_PASSES * lock
+
+
 def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     """Prefill throughput per length: dp attention groups each run forward passes that
-    fill a token budget (``perfmodel.prefill``); TTFT is the pass time.
+    fill a token budget (``perfmodel.prefill``); TTFT is the pass time, times the
+    lockstep wait of an MoE model's attention-DP groups (:func:`lockstep_wait`).
 
     The budget is the engine's unless a TTFT ceiling is set; then, per length, the
     largest of ``BUDGET_FRACTIONS`` of it whose pass meets the ceiling (smaller passes
@@ -265,6 +310,15 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     samples = _samples(int(s_all.max()) + 1)
     h = shape.prefix_hit_rate
     fractions = BUDGET_FRACTIONS if slo.ttft_ms is not None else BUDGET_FRACTIONS[:1]
+    # the slowest prompt's TTFT: its own pass(es), plus on a lockstep island the pass
+    # under way -- one budget's chunk, so a prompt of m chunks waits 1/m of its own time
+    lock = (lockstep_wait(model, grid.dp, calib) > 1.0).astype(np.float32)  # (C, 1)
+    wait = None
+    if lock.any():
+        wait = 1.0 + lock * (1.0 / _chunks(s_all, h, calib)).astype(np.float32)
+    limit = None
+    if slo.ttft_ms is not None:  # the ceiling on a pass, the wait taken off it
+        limit = slo.ttft_ms * 1e-3 / wait if wait is not None else slo.ttft_ms * 1e-3
     best_t = best_k = None
     for f in fractions:
         k = batched_prompts(samples, h, calib, f)[None, :]
@@ -277,11 +331,13 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
             best_t, best_k = per_request, k_all
             continue
         # a smaller budget replaces the larger one only where the larger misses TTFT
-        miss = best_t * best_k > slo.ttft_ms * 1e-3
+        miss = best_t * best_k > limit
         best_t = np.where(miss, per_request, best_t)
         best_k = np.where(miss, k_all, best_k)
     t_all, k_all = best_t, best_k
     ttft = t_all * k_all
+    if wait is not None:
+        ttft *= wait
     rps = grid.dp.astype(np.float32) / t_all
     # The request's own KV cache must fit beside the weights (chunked prefill keeps
     # activations small); beyond that length, and beyond the TTFT ceiling, nothing.

@@ -36,9 +36,10 @@ rules; the first token of a disaggregated request is streamed by its decode isla
 
 Every simulation runs an MoE model's prefill attention-DP groups in lockstep, as the
 engines do (planner.sim.engine, ``prefill_lockstep``): a prompt waits for the pass under
-way on all of its island's groups.  The search's analytic pass budget does not see that
-wait; the loop does, and it is the larger part of what separates the README plan's
-headline (270 requests/s with lockstep, 384 without) from its saturation (405).
+way on all of its island's groups.  The search's island tables charge that wait too
+(``perfmodel.island.lockstep_wait``); before they did, it was the larger part of what
+separated the README plan's headline (270 requests/s with lockstep) from its
+saturation (405).  With it the README plan promises 361 of a saturation of 394.
 
 Why 99.5 % on every seed, and the headroom, for a 99 % promise: near the knee of the
 latency curve a 60 s window's attainment moves by a point or more between seeds

@@ -116,3 +116,49 @@ def test_dense_model_on_l40s():
     assert t.prefill.feasible and t.decode.feasible
     one = benchmark_island(get_gpu("L40S"), 1, get_model("llama-3.1-70b"), shape)
     assert not one.decode.feasible  # 141 GB of bf16 weights on a 48 GB card
+
+
+def test_lockstep_prefill_groups_charge_the_pass_under_way():
+    """An MoE model's attention-DP groups run their passes in lockstep: the slowest
+    prompt's TTFT is its own pass plus the one under way when it arrived, twice the
+    pass time.  One group (dp 1), a dense model and the thesis's roofline engine keep
+    the pass time; the throughput is the same either way."""
+    from perfmodel.island import lockstep_wait
+    from perfmodel.parallel import ParallelConfig
+
+    g, shape = get_gpu("H200"), thesis_shape(max_len=20000)
+    s_all = _lengths(shape)
+    grid = ConfigGrid.of([ParallelConfig(8, 1, 8), ParallelConfig(1, 8, 8)])
+    rps, ttft_ms, k = _prefill_rps(g, DS, grid, shape, SLO(), DEFAULT_CALIBRATION, s_all)
+    pass_ms = 1e3 * k * grid.dp / np.where(rps > 0, rps, np.inf)  # k prompts a pass
+    s = 1000
+    assert ttft_ms[0, s] == pytest.approx(pass_ms[0, s], rel=1e-4)  # dp 1: no wait
+    assert ttft_ms[1, s] == pytest.approx(2.0 * pass_ms[1, s], rel=1e-4)
+    # a prompt of two 8,192-token chunks waits for one chunk: half its own time more
+    long = 16384
+    assert ttft_ms[1, long] == pytest.approx(1.5 * pass_ms[1, long], rel=1e-4)
+    dp = np.array([[1.0], [8.0]])
+    assert lockstep_wait(DS, dp, DEFAULT_CALIBRATION).ravel().tolist() == [1.0, 2.0]
+    assert lockstep_wait(get_model("llama-3.1-70b"), dp,
+                         DEFAULT_CALIBRATION).ravel().tolist() == [1.0, 1.0]
+    roofline = replace(DEFAULT_CALIBRATION, engine="roofline")
+    assert lockstep_wait(DS, dp, roofline).ravel().tolist() == [1.0, 1.0]
+
+
+def test_a_ttft_ceiling_counts_the_lockstep_wait():
+    """Under a TTFT ceiling between one and two pass times, a lockstep layout's full
+    budget no longer meets it: a smaller budget is chosen (or the length is not
+    served), and what is served meets the ceiling with the wait counted."""
+    from perfmodel.parallel import ParallelConfig
+
+    g, shape = get_gpu("H200"), thesis_shape()
+    s_all = _lengths(shape)
+    grid = ConfigGrid.of([ParallelConfig(1, 8, 8)])
+    free_rps, free_ttft, free_k = _prefill_rps(g, DS, grid, shape, SLO(), DEFAULT_CALIBRATION,
+                                               s_all)
+    s = 1000
+    ceiling = 0.75 * float(free_ttft[0, s])  # 1.5 passes of the full budget
+    rps, ttft, k = _prefill_rps(g, DS, grid, shape, SLO(ttft_ms=ceiling),
+                                DEFAULT_CALIBRATION, s_all)
+    assert k[0, s] < free_k[0, s]
+    assert rps[0, s] > 0 and ttft[0, s] <= ceiling
