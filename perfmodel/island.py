@@ -278,8 +278,9 @@ def lockstep_wait(model: ModelSpec, dp, calib: Calibration):
     just after a pass began waits for all of it, even when its own group is idle, and
     then runs its own pass: up to two pass times, where independent groups would start
     it at once.  The pass under way is one budget's chunk, so a prompt chunked into m
-    passes waits 1 / m of its own time more (``_prefill_rps``).  The simulator plays this out (``planner.sim.engine``, prefill lockstep
-    on by default); without it in the tables, the search chose budgets whose passes met
+    passes waits 1 / m of its own time more (``_prefill_rps``).  The simulator plays
+    this out (``planner.sim.engine``, prefill lockstep on by default); without it in
+    the tables, the search chose budgets whose passes met
     the TTFT ceiling only without the wait, and the closed loop cut the README plan's
     promise from the model's 417 to 270 requests/s (docs/simulation.md).  The worst
     arrival, not the mean (half a pass), because the ceiling is the slowest request's.
@@ -291,8 +292,8 @@ def lockstep_wait(model: ModelSpec, dp, calib: Calibration):
     of the dp groups is busy -- nearly always, at 24 groups -- and behind a full one.
     The wait is part of a lockstep prompt's latency at any load; the margin stays for
     the queue on top.  With both, the README plan's closed loop promises 361 requests/s
-    where the model says 394 (x0.92; it was x0.65).
-    The thesis's roofline engine keeps its own reading (no lockstep)."""
+    where the model says 394 (x0.92; it was x0.65).  The thesis's roofline engine
+    keeps its own reading (no lockstep)."""
     dp = np.asarray(dp, float)
     lock = (dp > 1) & bool(model.is_moe) & (calib.engine != "roofline")
     return 1.0 + LOCKSTEP_WAIT_PASSES * lock
