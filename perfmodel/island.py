@@ -38,7 +38,7 @@ from perfmodel.memory import (
 )
 from perfmodel.models import ModelSpec
 from perfmodel.parallel import ConfigGrid, ParallelConfig, enumerate_configs, launch_reason
-from perfmodel.prefill import batched_prompts, prefill_pass_time
+from perfmodel.prefill import batched_prompts, prefill_chunks, prefill_pass_time
 
 
 @dataclass(frozen=True)
@@ -255,22 +255,14 @@ BUDGET_FRACTIONS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
 
 
 #: Passes a prompt of a lockstep prefill island may wait for before its own: one, the
-#: pass under way when it arrives (:func:`lockstep_wait`).
+#: pass under way when it arrives (:func:`is_lockstep`).
 LOCKSTEP_WAIT_PASSES = 1.0
 
 
-def _chunks(s, hit_rate: float, calib: Calibration):
-    """Passes a prompt of ``s`` tokens takes alone (chunked prefill at the engine's token
-    budget): the pass under way on a lockstep island is one such chunk, not the prompt."""
-    n = np.maximum(np.asarray(s, float) * (1.0 - hit_rate), 1.0)
-    budget = calib.profile.prefill_token_budget or np.inf
-    return np.maximum(n / budget, 1.0)
-
-
-def lockstep_wait(model: ModelSpec, dp, calib: Calibration):
-    """The factor on a prefill pass time that gives the slowest prompt's TTFT: ``1 +``
-    :data:`LOCKSTEP_WAIT_PASSES` where an MoE model's attention-DP groups run their
-    passes in lockstep (dp > 1), else 1.
+def is_lockstep(model: ModelSpec, dp, calib: Calibration):
+    """Where an MoE model's attention-DP groups run their prefill passes in lockstep
+    (dp > 1, a measured engine): there the slowest prompt's TTFT is its own pass(es) plus
+    :data:`LOCKSTEP_WAIT_PASSES` of the pass under way (boolean array of ``dp``'s shape).
 
     Why: the engines run such groups together so that the expert layers' collectives
     meet (TensorRT-LLM pads an idle rank with a dummy request, SGLang runs an idle
@@ -294,15 +286,13 @@ def lockstep_wait(model: ModelSpec, dp, calib: Calibration):
     the queue on top.  With both, the README plan's closed loop promises 361 requests/s
     where the model says 394 (x0.92; it was x0.65).  The thesis's roofline engine
     keeps its own reading (no lockstep)."""
-    dp = np.asarray(dp, float)
-    lock = (dp > 1) & bool(model.is_moe) & (calib.engine != "roofline")
-    return 1.0 + LOCKSTEP_WAIT_PASSES * lock
+    return (np.asarray(dp, float) > 1) & bool(model.is_moe) & (calib.engine != "roofline")
 
 
 def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     """Prefill throughput per length: dp attention groups each run forward passes that
     fill a token budget (``perfmodel.prefill``); TTFT is the pass time, times the
-    lockstep wait of an MoE model's attention-DP groups (:func:`lockstep_wait`).
+    lockstep wait of an MoE model's attention-DP groups (:func:`is_lockstep`).
 
     The budget is the engine's unless a TTFT ceiling is set; then, per length, the
     largest of ``BUDGET_FRACTIONS`` of it whose pass meets the ceiling (smaller passes
@@ -313,10 +303,11 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     fractions = BUDGET_FRACTIONS if slo.ttft_ms is not None else BUDGET_FRACTIONS[:1]
     # the slowest prompt's TTFT: its own pass(es), plus on a lockstep island the pass
     # under way -- one budget's chunk, so a prompt of m chunks waits 1/m of its own time
-    lock = (lockstep_wait(model, grid.dp, calib) > 1.0).astype(np.float32)  # (C, 1)
+    lock = is_lockstep(model, grid.dp, calib).astype(np.float32)  # (C, 1)
     wait = None
     if lock.any():
-        wait = 1.0 + lock * (1.0 / _chunks(s_all, h, calib)).astype(np.float32)
+        per_chunk = LOCKSTEP_WAIT_PASSES / prefill_chunks(s_all, h, calib)
+        wait = 1.0 + lock * per_chunk.astype(np.float32)
     limit = None
     if slo.ttft_ms is not None:  # the ceiling on a pass, the wait taken off it
         limit = slo.ttft_ms * 1e-3 / wait if wait is not None else slo.ttft_ms * 1e-3

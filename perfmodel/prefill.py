@@ -48,8 +48,7 @@ def prefill_components(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: floa
     cached = s * hit_rate
     pairs = 0.5 * (s * (s + 1.0) - cached * (cached + 1.0))
     total_rows = prompts * n
-    budget = prof.prefill_token_budget or np.inf
-    rows = np.minimum(total_rows, budget)
+    rows = np.minimum(total_rows, prof.prefill_token_budget or np.inf)
     passes = total_rows / rows
     on = overlap_on(prof, model, rows / tp, ep)
     ways = np.where(on & (calib.engine != "roofline"), 2.0, 1.0)
@@ -124,6 +123,14 @@ def prefill_time(gpu: GPU, model: ModelSpec, s, tp, dp, ep, hit_rate: float,
     s = np.asarray(s)
     t = prefill_pass_time(gpu, model, s, tp, dp, ep, hit_rate, calib, 1.0)
     return t.astype(s.dtype) if s.dtype == np.float32 else t
+
+
+def prefill_chunks(s, hit_rate: float, calib: Calibration):
+    """Passes a prompt of ``s`` tokens takes alone: its uncached rows over the engine's
+    token budget (chunked prefill), at least one -- ``passes`` of
+    :func:`prefill_components` for a single prompt."""
+    n = np.maximum(np.asarray(s, float) * (1.0 - hit_rate), 1.0)
+    return np.maximum(n / (calib.profile.prefill_token_budget or np.inf), 1.0)
 
 
 def batched_prompts(s, hit_rate: float, calib: Calibration, fraction: float = 1.0):

@@ -41,7 +41,7 @@ SLO_EXEMPT_SHARE = (1.0 - SLO_ATTAINMENT) / 2
 #: would) made the code-workload plans of Table 5.1 (a) miss the TTFT ceiling even at
 #: 10 % load in simulation.  An MoE model's lockstep attention-DP groups also wait for
 #: the pass under way at any load, not only behind a busy group of their own; the
-#: tables charge that wait on top (``perfmodel.island.lockstep_wait``).
+#: tables charge that wait on top (``perfmodel.island.is_lockstep``).
 TTFT_PASS_SHARE = 0.5
 #: Longest prompt the planner tabulates: per-length tables are (islands x lengths), so a
 #: workload declared to 4M tokens would take tens of GB; 256k covers every model shipped.

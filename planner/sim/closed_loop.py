@@ -37,7 +37,7 @@ rules; the first token of a disaggregated request is streamed by its decode isla
 Every simulation runs an MoE model's prefill attention-DP groups in lockstep, as the
 engines do (planner.sim.engine, ``prefill_lockstep``): a prompt waits for the pass under
 way on all of its island's groups.  The search's island tables charge that wait too
-(``perfmodel.island.lockstep_wait``); before they did, it was the larger part of what
+(``perfmodel.island.is_lockstep``); before they did, it was the larger part of what
 separated the README plan's headline (270 requests/s with lockstep) from its
 saturation (405).  With it the README plan promises 361 of a saturation of 394.
 

@@ -123,8 +123,9 @@ def test_lockstep_prefill_groups_charge_the_pass_under_way():
     prompt's TTFT is its own pass plus the one under way when it arrived, twice the
     pass time.  One group (dp 1), a dense model and the thesis's roofline engine keep
     the pass time; the throughput is the same either way."""
-    from perfmodel.island import lockstep_wait
+    from perfmodel.island import is_lockstep
     from perfmodel.parallel import ParallelConfig
+    from perfmodel.prefill import prefill_chunks
 
     g, shape = get_gpu("H200"), thesis_shape(max_len=20000)
     s_all = _lengths(shape)
@@ -138,11 +139,14 @@ def test_lockstep_prefill_groups_charge_the_pass_under_way():
     long = 16384
     assert ttft_ms[1, long] == pytest.approx(1.5 * pass_ms[1, long], rel=1e-4)
     dp = np.array([[1.0], [8.0]])
-    assert lockstep_wait(DS, dp, DEFAULT_CALIBRATION).ravel().tolist() == [1.0, 2.0]
-    assert lockstep_wait(get_model("llama-3.1-70b"), dp,
-                         DEFAULT_CALIBRATION).ravel().tolist() == [1.0, 1.0]
+    assert is_lockstep(DS, dp, DEFAULT_CALIBRATION).ravel().tolist() == [False, True]
+    assert not is_lockstep(get_model("llama-3.1-70b"), dp, DEFAULT_CALIBRATION).any()
     roofline = replace(DEFAULT_CALIBRATION, engine="roofline")
-    assert lockstep_wait(DS, dp, roofline).ravel().tolist() == [1.0, 1.0]
+    assert not is_lockstep(DS, dp, roofline).any()
+    # the chunk count is the prefill pass's own: 16,384 tokens at an 8,192 budget is two
+    budget = DEFAULT_CALIBRATION.profile.prefill_token_budget
+    assert prefill_chunks([budget // 2, 2 * budget], 0.0,
+                          DEFAULT_CALIBRATION).tolist() == [1.0, 2.0]
 
 
 def test_a_ttft_ceiling_counts_the_lockstep_wait():

@@ -181,7 +181,7 @@ def test_tight_slo_through_the_cli_exits_0(run_cli, tmp_path):
     # 0.62 % of requests (prompts of 4,549-14,050 tokens) cannot be prefilled in 175 ms
     (None, "350", "0.62%", "175 ms of 350 ms"),
     # 64 H800 prefill prompts past 4,623 tokens too slowly for a 450 ms pass (with the
-    # lockstep wait of their attention-DP layouts, perfmodel.island.lockstep_wait): 0.604 %
+    # lockstep wait of their attention-DP layouts, perfmodel.island.is_lockstep): 0.604 %
     ("gpus:\n  - {type: H800, count: 64, price_per_hour: 2.0}\n", "900", "0.604%",
      "450 ms of 900 ms"),
 ])
