@@ -207,16 +207,25 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
     p_load = [0] * route_p.groups  # prompts waiting or in a pass, per prefill group
     p_busy = [False] * (route_p.groups // dp_p)
     kicked = [False] * (route_p.groups // dp_p)
-    # decode, per group: heap of (worker step count at which a sequence leaves, request)
-    # and its queue; per worker (its groups step together): steps taken so far, the time
-    # they were last counted at, and the version of its next event (an event from before
-    # a batch of the worker changed is stale)
-    targets: list[list[tuple[float, int]]] = [[] for _ in range(route_d.groups)]
+    # decode, per worker (its groups step together): a heap of (worker step count at
+    # which a sequence leaves, request, group), steps taken so far, the time they were
+    # last counted at, the version of its next event (an event from before a batch of
+    # the worker changed is stale), and its fullest group's batch with a count of its
+    # groups by batch (so the fullest is kept, not searched for); per group: its batch,
+    # its queue and its load
+    workers_d = route_d.groups // dp_d
+    leaving: list[list[tuple[float, int, int]]] = [[] for _ in range(workers_d)]
+    batch = [0] * route_d.groups
     queued: list[deque[int]] = [deque() for _ in range(route_d.groups)]
     d_load = [0] * route_d.groups  # sequences running or queued, per decode group
-    steps = [0.0] * (route_d.groups // dp_d)
-    clock = [0.0] * (route_d.groups // dp_d)
-    version = [0] * (route_d.groups // dp_d)
+    steps = [0.0] * workers_d
+    clock = [0.0] * workers_d
+    version = [0] * workers_d
+    fullest = [0] * workers_d
+    by_batch = [[dp_d] + [0] * b_max for _ in range(workers_d)]
+    # the worker's step time since its batch last changed: a batch changes only between
+    # an advance and the reschedule that follows it, which sets this
+    step_now = [0.0] * workers_d
     sent = np.zeros(n)
     ttft = np.zeros(n)
     last_done = 0.0
@@ -255,22 +264,36 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
             kicked[w] = True
             push(now, _START, w)
 
-    def step_time(w: int) -> float:
-        fullest = max(len(targets[g]) for g in range(w * dp_d, (w + 1) * dp_d))
-        return step_s[fullest - 1] if fullest else 0.0
-
     def advance(w: int, now: float) -> None:
-        t = step_time(w)
+        t = step_now[w]
         if t > 0.0:
             steps[w] += (now - clock[w]) / t
         clock[w] = now
 
+    def join(w: int, g: int, r: int) -> None:
+        heapq.heappush(leaving[w], (steps[w] + outs[r] - 1, r, g))
+        counts = by_batch[w]
+        counts[batch[g]] -= 1
+        batch[g] += 1
+        counts[batch[g]] += 1
+        if batch[g] > fullest[w]:
+            fullest[w] = batch[g]
+
+    def leave(w: int, g: int) -> None:
+        counts = by_batch[w]
+        counts[batch[g]] -= 1
+        batch[g] -= 1
+        counts[batch[g]] += 1
+        while fullest[w] and not counts[fullest[w]]:
+            fullest[w] -= 1
+
     def reschedule(w: int, now: float) -> None:
         version[w] += 1
-        heads = [targets[g][0][0] for g in range(w * dp_d, (w + 1) * dp_d) if targets[g]]
-        if heads:
-            left = max(min(heads) - steps[w], 0.0)
-            push(now + left * step_time(w), _STEP_DONE, w, version[w])
+        full = fullest[w]
+        step_now[w] = t = step_s[full - 1] if full else 0.0
+        if full:
+            left = max(leaving[w][0][0] - steps[w], 0.0)
+            push(now + left * t, _STEP_DONE, w, version[w])
 
     for _ in range(min(clients, n)):
         issue(0.0)
@@ -295,24 +318,30 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
             w = g // dp_d
             d_load[g] += 1
             advance(w, now)
-            if len(targets[g]) >= b_max:
+            if batch[g] >= b_max:
                 queued[g].append(who)
                 continue
-            heapq.heappush(targets[g], (steps[w] + outs[who] - 1, who))
+            join(w, g, who)
             reschedule(w, now)
         elif ver == version[who]:  # _STEP_DONE, not stale
             w = who
             advance(w, now)
-            for g in range(w * dp_d, (w + 1) * dp_d):
-                while targets[g] and targets[g][0][0] <= steps[w] + 1e-9:
-                    heapq.heappop(targets[g])
-                    d_load[g] -= 1
-                    last_done = now
-                    if issued < n:
-                        issue(now)
-                while queued[g] and len(targets[g]) < b_max:
-                    r = queued[g].popleft()
-                    heapq.heappush(targets[g], (steps[w] + outs[r] - 1, r))
+            heap, due = leaving[w], steps[w] + 1e-9
+            done = []
+            while heap and heap[0][0] <= due:
+                done.append(heapq.heappop(heap))
+            # group by group, each group's leavers in (step, request) order, then its
+            # queue refilled: the order the requests they free are issued in
+            done.sort(key=lambda e: (e[2], e[0], e[1]))
+            for k, (_, _, g) in enumerate(done):
+                leave(w, g)
+                d_load[g] -= 1
+                last_done = now
+                if issued < n:
+                    issue(now)
+                if k + 1 == len(done) or done[k + 1][2] != g:
+                    while queued[g] and batch[g] < b_max:
+                        join(w, g, queued[g].popleft())
             reschedule(w, now)
     return BenchmarkRun(float(outs.sum()) / last_done, float(ttft.mean()), float(last_done))
 
