@@ -157,6 +157,9 @@ class Case:
     #: CUDA-graph batch (SGLang --cuda-graph-max-bs, TRT-LLM cuda_graph_config).
     mem_fraction: float = 0.0
     graph_max: int = 0
+    #: The engine ran without CUDA graphs (vLLM ``--enforce-eager``): every decode step
+    #: runs eagerly, as a batch beyond ``graph_max`` does.
+    eager: bool = False
     #: (prefill, decode) serving-stack factors to price with instead of the shipped ones
     #: (perfmodel.serving_stack.fit); None: the shipped factors.
     serving: tuple[float, float] | None = None
@@ -193,7 +196,7 @@ class Case:
                            micro_batch_overlap=self.overlap, fp8_attention=self.fp8_attention,
                            prefill_token_budget=self.budget or None,
                            memory_fraction=self.mem_fraction or None,
-                           graph_max_batch=self.graph_max or None,
+                           graph_max_batch=0 if self.eager else (self.graph_max or None),
                            serving_override=self.serving)
 
     def spec(self):
