@@ -187,7 +187,7 @@ def e2e_section(rows: list[dict], doc: dict, bands: dict) -> list[str]:
              f"dense {_pct(older['median_signed_dense'])}, MoE "
              f"{_pct(older['median_signed_moe'])}.", "",
              _held_out_line(doc["held_out"]), ""]
-    lines += goals_lines(doc) + [""] + breadth_lines(doc) + [""]
+    lines += goals_lines(doc) + [""] + breadth_lines(doc) + [""] + source_lines(rows) + [""]
     lines += ["**The protocol from issue 29 on** (`perfmodel/validation_split.py`, committed "
               "before any further fitting): a case is held out when "
               "`sha256(\"planner-validation-split-2026-11-27:\" + id)` falls in the lowest "
@@ -317,6 +317,40 @@ def breadth_lines(doc: dict) -> list[str]:
             one("scored", c["scored"]), "",
             f"Posed rows scored: {c['posed_scored']} of {c['posed']['rows']}.  Not scored, "
             f"by reason: {reasons}."]
+
+
+def source_lines(rows: list[dict]) -> list[str]:
+    """Scored rows by source: where the model is close and where it is not.  A source's
+    rows share a client, a configuration habit and often a bias, so the spread between
+    sources says more about a new deployment than the spread within one."""
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["scored"]:
+            by[r["source_key"]].append(r)
+    lines = ["By source (scored rows; a source's rows share its client and its habits of "
+             "configuration, so their errors move together):", "",
+             "| source | date | rows | held out | median \\|error\\| | median signed |",
+             "|---|---|---:|---:|---:|---:|"]
+    for key, rs in sorted(by.items(), key=lambda kv: (kv[1][0]["date"], kv[0])):
+        e = np.array([r["error"] for r in rs])
+        lines.append(f"| {key} | {rs[0]['date']} | {len(rs)} | "
+                     f"{sum(bool(r['held_out']) for r in rs)} | "
+                     f"{_abs(float(np.median(np.abs(e))))} | {_pct(float(np.median(e)))} |")
+    lines += ["", "By file (each posed file's rows were committed "
+              "before they were first scored; `git log --follow` on a file shows it):", ""]
+    by_file: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["scored"]:
+            by_file[r["origin"]].append(r)
+    for origin, rs in by_file.items():
+        e = np.array([r["error"] for r in rs])
+        ho = np.array([r["error"] for r in rs if r["held_out"]])
+        held = (f"; held out {len(ho)}: median |error| {_abs(float(np.median(np.abs(ho))))}, "
+                f"signed {_pct(float(np.median(ho)))}" if len(ho) else "")
+        lines.append(f"- `{origin}`: {len(rs)} rows, median |error| "
+                     f"{_abs(float(np.median(np.abs(e))))}, signed {_pct(float(np.median(e)))}"
+                     + held)
+    return lines
 
 
 def serving_lines() -> list[str]:
