@@ -16,12 +16,15 @@ arrives and the other steps are decode-only.  Two kinds of pass, then:
   where it fits, more when prompts arrive faster than one per step;
 * a **decode-only pass** -- the B rows alone;
 
-and a share ``f = min(p / c, 1)`` of the passes is mixed.  GEMMs, norms, all-reduces
-and MoE see the pass's rows; attention is the decode kernel over B sequences at the
-mean context s + d/2 plus, in a mixed pass, the prefill kernel over the chunk's
-query-key pairs.  Why two passes and not one average pass: a MoE layer's cost is not
-linear in its rows -- a decode step of 4 sequences reads the 32 experts they route to,
-a pass that also carries 32 prompt tokens reads nearly all 256 -- so spreading the
+and a share ``f = min(p / c, 1)`` of the passes is mixed.  An engine that does not mix
+(SGLang's scheduler unless ``--enable-mixed-chunk``: ``EngineProfile.mixed_prefill``)
+runs the prompt tokens as a pass of their own, with the whole budget, while the decodes
+wait: its "mixed pass" is that prefill pass plus the decode step it delays.  GEMMs,
+norms, all-reduces and MoE see the pass's rows; attention is the decode kernel over B
+sequences at the mean context s + d/2 plus, in a mixed pass, the prefill kernel over the
+chunk's query-key pairs.  Why two passes and not one average pass: a MoE layer's cost is
+not linear in its rows -- a decode step of 4 sequences reads the 32 experts they route
+to, a pass that also carries 32 prompt tokens reads nearly all 256 -- so spreading the
 prefill over every step (the form before issue 29's InferenceX rows) charged every
 decode step the whole expert set, and TTFT ``n / p`` steps.
 
@@ -150,14 +153,22 @@ def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
     n = np.maximum(s * (1.0 - hit_rate), 1.0)
     steps = np.maximum(d / tokens_per_step, 1.0)
     budget = prof.prefill_token_budget or np.inf
-    room = np.maximum(budget - batch * (1 + k_draft), 0.0)
+    # a pass of prompts alone (prof.mixed_prefill off) has the whole budget for them
+    room = np.maximum(budget - (batch * (1 + k_draft) if prof.mixed_prefill else 0.0), 0.0)
     need = batch * n / steps
     chunk = np.minimum(room, np.maximum(need, n))
     share = np.where(chunk > 0, np.minimum(need / np.maximum(chunk, 1e-9), 1.0), 0.0)
     context = s + (0.5 * d if held is None else np.asarray(held, float))
     args = (s, context, tp, dp, ep, hit_rate, calib, k_draft)
-    mixed = _one_pass(gpu, model, batch, chunk, *args)
     plain = _one_pass(gpu, model, batch, 0.0 * chunk, *args)
+    if prof.mixed_prefill:
+        mixed = _one_pass(gpu, model, batch, chunk, *args)
+    else:
+        # the prompt tokens run as a pass of their own (no decode rows) beside the decode
+        # step they interrupt: a "mixed pass" is then the two passes back to back
+        alone = _one_pass(gpu, model, 0.0 * batch, chunk, *args)
+        alone["attention_decode"] = 0.0 * alone["attention_decode"]  # no decode rows
+        mixed = {k: plain[k] + np.where(chunk > 0, alone[k], 0.0) for k in plain}
     # a priors-priced GPU's serving stack (perfmodel.serving_stack): the decode rows'
     # work by its decode factor, the prompt tokens' increment by its prefill factor
     dec_f, pre_f = calib.serving_factor(gpu, "decode"), calib.serving_factor(gpu, "prefill")

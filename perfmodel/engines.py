@@ -14,6 +14,9 @@ does not measure.  Every item appears in the per-operation breakdown of ``planne
   8192 on >= 70 GB GPUs, SGLang ``chunked_prefill_size`` 8192 on H100/H200-class GPUs,
   TRT-LLM ``max_num_tokens`` 8192): prompts shorter than it are batched up to it, longer
   ones are chunked (0: every prompt is prefilled alone -- the thesis's model);
+* ``mixed_prefill``: whether a prompt's prefill shares the decodes' forward pass
+  (TRT-LLM, vLLM) or runs as a pass of its own while they wait (SGLang's default
+  scheduler, ``--enable-mixed-chunk`` off);
 * ``micro_batch_overlap``: the expert all-to-all is hidden behind computation by running
   two half batches (SGLang two-batch overlap, vLLM dual-batch overlap; TRT-LLM has none).
   It pays off only with enough tokens per GPU (SGLang measured -27 % at 32 decode tokens
@@ -86,6 +89,12 @@ class EngineProfile:
     #: batch holds what its sequences have generated so far and preempts when full
     #: (vLLM, SGLang).
     reserves_output: bool = False
+    #: A waiting prompt's prefill rides in the running decodes' pass (TRT-LLM's in-flight
+    #: batching of context and generation requests, vLLM's chunked prefill); False: the
+    #: engine runs it as a pass of its own while the decodes wait (SGLang's scheduler
+    #: unless ``--enable-mixed-chunk``, whose default is off: ``server_args.py``
+    #: ``enable_mixed_chunk: bool = False``, 0.3-0.5).
+    mixed_prefill: bool = True
 
     def with_limits(self, limits: EngineLimits) -> EngineProfile:
         """This profile with ``limits``' overrides (None keeps the default)."""
@@ -203,7 +212,7 @@ ENGINES.add("trtllm", EngineProfile(
 ENGINES.add("sglang", EngineProfile(
     "sglang", "SGLang 0.5", step_gap_s=0.15e-3, prefill_token_budget=8192,
     micro_batch_overlap=True, overlap_min_tokens=128, memory_fraction=None,
-    memory_rule="static", max_running=4096,
+    memory_rule="static", max_running=4096, mixed_prefill=False,
     graph_tiers=((20, 8, 8), (35, 16, 80), (60, 32, 160), (160, 256, 512),
                  (float("inf"), 512, 512)), overhead_gb=_OVERHEAD_GB,
     overhead_per_peer_gb=_PER_PEER_GB), "SGLang 0.5")

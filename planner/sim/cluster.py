@@ -197,7 +197,8 @@ def make_island(index: int, name: str, gpu: str | GPU, size: int, role: str, tp:
                      tp=int(tp), dp=int(dp), ep=int(ep), max_batch=int(batch) * int(dp),
                      kv_capacity_tokens=cap, kv_bytes_per_token=kv, location=location,
                      prefill_s=pre, step_coeffs=coeffs,
-                     range_shares=tuple(float(x) for x in range_shares))
+                     range_shares=tuple(float(x) for x in range_shares),
+                     mixed_prefill=bool(calib.profile.mixed_prefill))
 
 
 def make_cluster(islands: Sequence[SimIsland], network: NetworkSpec = DEFAULT_NETWORK,

@@ -71,6 +71,9 @@ rows at their mean context, plus the GEMMs, collectives and overheads of the chu
 ``c`` tokens on top of those rows, ``L(b + c) - L(b)``, plus the chunks' causal
 attention ``a sum (P(p_1) - P(p_0))`` (chunk ``[p_0, p_1)`` of its prompt); without
 decodes it is a prefill pass, so a lone prompt within the budget costs ``prefill_s[s]``.
+An engine that does not mix them (SGLang's default scheduler,
+``SimIsland.mixed_prefill`` off) gives the prompt chunks the whole budget in a pass of
+their own, ``L(c)`` plus their attention, and the decodes gain no token in it.
 Why this policy: it is what the engines run and what the plan priced -- with whole
 prompts prefilled inside the iteration (Orca, vLLM without chunked prefill) a long
 prompt stalled every running decode for its whole prefill, every admission paid a
@@ -183,11 +186,12 @@ class _Decoder:
     __slots__ = ("i", "u", "both", "queue", "running", "fin", "n", "ctx", "step", "t0", "k",
                  "m0", "extra", "row", "ver", "active", "split", "rows", "dp", "max_batch",
                  "cap", "lin", "a", "tail", "kick", "chunked", "budget", "w", "nd", "pctx",
-                 "pf", "done_pf")
+                 "pf", "done_pf", "mixed")
 
     def __init__(self, i: int, both: bool, rows: list, dp: int, max_batch: int, cap: int,
                  lin: list[float], a: float, tail: float, *, u: int = 0,
-                 chunked: bool = False, budget: int = 0, w: float = 1.0) -> None:
+                 chunked: bool = False, budget: int = 0, w: float = 1.0,
+                 mixed: bool = True) -> None:
         self.i, self.u, self.both, self.rows, self.dp = i, u, both, rows, dp
         self.max_batch, self.cap, self.lin, self.a, self.tail = max_batch, cap, lin, a, tail
         self.queue: deque[int] = deque()
@@ -206,6 +210,7 @@ class _Decoder:
         # chunked prefill (colocated islands with a layer model, _boundary_chunked)
         self.chunked = chunked
         self.budget = budget  # tokens per iteration and attention group
+        self.mixed = mixed  # prompt chunks share the decodes' iteration (else a pass alone)
         self.w = w  # share of the island in the busy timeline
         self.nd = 0  # decoding sequences (the rest of the n are prefilling)
         self.pctx = 0  # KV tokens reserved by the prefilling ones (their whole context)
@@ -285,7 +290,8 @@ class Simulation:
                     units.append(_Decoder(
                         x.index, both, rows, dp, _share(x.max_batch, engines, e),
                         _share(x.kv_capacity_tokens, engines, e), lin, a, tail,
-                        u=len(self._units), chunked=chunked, budget=budget, w=1.0 / engines))
+                        u=len(self._units), chunked=chunked, budget=budget, w=1.0 / engines,
+                        mixed=x.mixed_prefill))
                     self._units.append(units[-1])
                 self._dec[x.index] = units[0]
                 self._engines[x.index] = units
@@ -842,7 +848,9 @@ class Simulation:
         # each attention group has its own budget and a prompt lives on one group
         dp = d.dp
         ng = -(-nd // dp)
-        room_g = d.budget - ng
+        # an engine that runs prompt chunks as a pass of their own gives them the whole
+        # budget; the decodes wait for that pass
+        room_g = d.budget - ng if d.mixed else d.budget
         if room_g < 1:
             room_g = 1  # the prompts always progress
         room = room_g * dp
@@ -931,7 +939,11 @@ class Simulation:
             else:
                 rg = c_tot
             k = 1
-            if nd:
+            if not d.mixed:  # a prefill pass alone: no decode advances
+                k = 0
+                row, m0 = rows[0], 0.0
+                dt = _lin(lin, tail, rg) + d.a * pairs
+            elif nd:
                 row = rows[ng]
                 m0 = (ctx_sum - pctx) / nd
                 dt = (step_time(row, m0 + 1.0) + _lin(lin, tail, ng + rg) - _lin(lin, tail, ng)

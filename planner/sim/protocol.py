@@ -104,6 +104,10 @@ class SimIsland:
     #: prefills newly admitted prompts whole inside the iteration (Orca, vLLM without
     #: chunked prefill), stalling the running decodes -- seed 004's engine.
     chunked_prefill: bool = True
+    #: Chunked prefill with prompt chunks in the decodes' iteration (TRT-LLM, vLLM);
+    #: False: an iteration with prompt chunks is a prefill pass of its own and the
+    #: decodes wait (SGLang's default scheduler; ``EngineProfile.mixed_prefill``).
+    mixed_prefill: bool = True
 
 
 @dataclass(frozen=True)

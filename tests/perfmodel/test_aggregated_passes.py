@@ -58,11 +58,34 @@ def test_ttft_is_one_mixed_pass_when_the_prompt_fits_the_budget():
     comp = mixed_pass(H200, DSR1, 4.0, 7373.0, 921.0, 8.0, 1.0, 1.0, 0.0, calib)
     assert pt.ttft_s == pytest.approx(float(np.ravel(comp["_mixed_s"])[0]))
     assert pt.prefill_tokens_per_pass == pytest.approx(7373.0)
-    # a prompt longer than the budget left takes ceil(n / chunk) mixed passes
+    # a prompt longer than the budget takes ceil(n / chunk) passes: SGLang runs them
+    # alone (the whole 2,048), an engine that mixes them with the decodes has 2,044 left
     small = Calibration(engine="sglang", prefill_token_budget=2048)
     pt2 = aggregated_point(H200, DSR1, 8, 1, 1, 7373, 921.0, 0.0, small, batch=4)
-    assert pt2.prefill_tokens_per_pass == pytest.approx(2044.0)
+    assert pt2.prefill_tokens_per_pass == pytest.approx(2048.0)
     assert pt2.ttft_s > 3.0 * pt2.pass_s
+    mixing = Calibration(engine="vllm", prefill_token_budget=2048)
+    pt3 = aggregated_point(H200, DSR1, 8, 1, 1, 7373, 921.0, 0.0, mixing, batch=4)
+    assert pt3.prefill_tokens_per_pass == pytest.approx(2044.0)
+
+
+def test_sglang_runs_prompts_in_passes_of_their_own():
+    """SGLang's scheduler (``mixed_prefill`` off) prefills in a pass without the decode
+    rows while the decodes wait: its "mixed" pass is the decode step plus that prefill
+    pass, which costs more than the same prompt tokens riding in the decode step (the
+    weights and the experts are read twice), so at the same batch the island is
+    slower."""
+    sgl = Calibration(engine="sglang", prefill_token_budget=8192)
+    assert sgl.profile.mixed_prefill is False
+    comp = mixed_pass(H200, DSR1, 64.0, 1000.0, 1000.0, 8.0, 1.0, 8.0, 0.0, sgl)
+    chunk = np.ravel(comp["_chunk"])
+    args = (np.array(1000.0), np.array(1500.0), 8.0, 1.0, 8.0, 0.0, sgl, 0)
+    plain = _total(_one_pass(H200, DSR1, np.array(64.0), 0.0 * chunk, *args))
+    alone = _one_pass(H200, DSR1, np.array(0.0), chunk, *args)
+    alone_s = _total(alone) - float(np.ravel(alone["attention_decode"])[0])
+    assert float(np.ravel(comp["_mixed_s"])[0]) == pytest.approx(plain + alone_s, rel=1e-9)
+    together = _total(_one_pass(H200, DSR1, np.array(64.0), chunk, *args))
+    assert plain + alone_s > together
 
 
 def test_a_budget_that_cannot_keep_up_limits_the_rate_to_what_it_prefills():

@@ -87,6 +87,42 @@ def test_first_tokens_follow_the_chunk_arithmetic():
     assert A.preemptions == B.preemptions == 0
 
 
+def test_an_engine_without_mixed_chunks_prefills_in_passes_of_their_own():
+    """SGLang's default scheduler (``mixed_prefill`` off): the 2,500-token prompt behind
+    the running decode gets the whole 1,000-token budget, 1,000 + 1,000 + 500 tokens in
+    three prefill passes that cost the prefill table alone, and the decode waits for
+    them -- it gains no token during them, so it finishes exactly their time later than
+    if B had never come."""
+    c = island()
+    c = dataclasses.replace(c, islands=(dataclasses.replace(c.islands[0],
+                                                            mixed_prefill=False),))
+    isl = c.islands[0]
+    lin, a, _ = prefill_split(isl.prefill_s)
+    A, B = SimRequest(0, 0.0, 100, 1000), SimRequest(1, 0.001, 2500, 5)
+    run(c, [A, B], budget=1000)
+    dt1 = lin[100] + a * P(100)
+    assert A.t_first_token == pytest.approx(dt1, rel=1e-9)
+    passes = sum(lin[p1 - p0] + a * (P(p1) - P(p0))
+                 for p0, p1 in [(0, 1000), (1000, 2000), (2000, 2500)])
+    assert B.t_prefill_start == pytest.approx(dt1, rel=1e-12)
+    assert B.t_first_token == pytest.approx(dt1 + passes, rel=1e-9)
+    # A alone: the same run without B
+    A2 = SimRequest(0, 0.0, 100, 1000)
+    run(c, [A2], budget=1000)
+    assert A.t_done - A2.t_done >= passes * (1 - 1e-9)
+    assert A.tokens_out == 1000 and B.tokens_out == 5
+
+
+def test_the_sglang_profile_prefills_apart_and_the_others_mix():
+    """Each engine's rule reaches the simulator's island (``EngineProfile.mixed_prefill``)."""
+    from perfmodel.calibration import Calibration
+
+    for engine, mixed in (("sglang", False), ("vllm", True), ("trtllm", True)):
+        x = make_island(0, "b", GPU, 1, "both", 1, 1, 1, MODEL, batch=8, max_input=1024,
+                        calib=Calibration(engine=engine))
+        assert x.mixed_prefill is mixed
+
+
 def test_a_long_prompt_does_not_stall_running_decodes():
     """Four decodes running, a 6,000-token prompt arrives: with a 512-token budget it is
     prefilled over 12 iterations of 508 tokens (the decodes take 4), and no iteration --
