@@ -52,7 +52,7 @@ admitted request is preempted (vLLM's recompute policy), requeued at the front, 
 pays a prefill of its whole context when readmitted.
 
 **Colocated islands: chunked prefill.**  A ``both`` island runs as aggregated engines
-do by default -- vLLM (V1) and SGLang with chunked prefill, the stall-free batching of
+do by default -- vLLM (V1) and TRT-LLM with chunked prefill, the stall-free batching of
 Sarathi-Serve (Agrawal et al., OSDI 2024) -- and as the perf model's colocated table
 assumes (:mod:`perfmodel.colocated` on :func:`perfmodel.aggregated.mixed_pass`: every
 pass generates a token for each running sequence and prefills prompt chunks in the
