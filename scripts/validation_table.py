@@ -319,36 +319,45 @@ def breadth_lines(doc: dict) -> list[str]:
             f"by reason: {reasons}."]
 
 
-def source_lines(rows: list[dict]) -> list[str]:
-    """Scored rows by source: where the model is close and where it is not.  A source's
-    rows share a client, a configuration habit and often a bias, so the spread between
-    sources says more about a new deployment than the spread within one."""
+def _scored_by(rows: list[dict], key: str) -> dict[str, list[dict]]:
+    """Scored rows grouped by ``key`` (first-seen order)."""
     by: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         if r["scored"]:
-            by[r["source_key"]].append(r)
+            by[r[key]].append(r)
+    return by
+
+
+def _medians(rs: list[dict]) -> tuple[str, str]:
+    """(median |error|, median signed error) of rows, as the tables print them."""
+    e = np.array([r["error"] for r in rs])
+    return _abs(float(np.median(np.abs(e)))), _pct(float(np.median(e)))
+
+
+def source_lines(rows: list[dict]) -> list[str]:
+    """Scored rows by source and by file: where the model is close and where it is not.
+    A source's rows share a client, a configuration habit and often a bias, so the
+    spread between sources says more about a new deployment than the spread within
+    one."""
     lines = ["By source (scored rows; a source's rows share its client and its habits of "
              "configuration, so their errors move together):", "",
              "| source | date | rows | held out | median \\|error\\| | median signed |",
              "|---|---|---:|---:|---:|---:|"]
-    for key, rs in sorted(by.items(), key=lambda kv: (kv[1][0]["date"], kv[0])):
-        e = np.array([r["error"] for r in rs])
+    by_source = _scored_by(rows, "source_key")
+    for key, rs in sorted(by_source.items(), key=lambda kv: (kv[1][0]["date"], kv[0])):
+        med, signed = _medians(rs)
         lines.append(f"| {key} | {rs[0]['date']} | {len(rs)} | "
-                     f"{sum(bool(r['held_out']) for r in rs)} | "
-                     f"{_abs(float(np.median(np.abs(e))))} | {_pct(float(np.median(e)))} |")
+                     f"{sum(bool(r['held_out']) for r in rs)} | {med} | {signed} |")
     lines += ["", "By file (each posed file's rows were committed "
               "before they were first scored; `git log --follow` on a file shows it):", ""]
-    by_file: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        if r["scored"]:
-            by_file[r["origin"]].append(r)
-    for origin, rs in by_file.items():
-        e = np.array([r["error"] for r in rs])
-        ho = np.array([r["error"] for r in rs if r["held_out"]])
-        held = (f"; held out {len(ho)}: median |error| {_abs(float(np.median(np.abs(ho))))}, "
-                f"signed {_pct(float(np.median(ho)))}" if len(ho) else "")
-        lines.append(f"- `{origin}`: {len(rs)} rows, median |error| "
-                     f"{_abs(float(np.median(np.abs(e))))}, signed {_pct(float(np.median(e)))}"
+    for origin, rs in _scored_by(rows, "origin").items():
+        med, signed = _medians(rs)
+        ho = [r for r in rs if r["held_out"]]
+        held = ""
+        if ho:
+            ho_med, ho_signed = _medians(ho)
+            held = f"; held out {len(ho)}: median |error| {ho_med}, signed {ho_signed}"
+        lines.append(f"- `{origin}`: {len(rs)} rows, median |error| {med}, signed {signed}"
                      + held)
     return lines
 

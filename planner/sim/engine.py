@@ -939,16 +939,14 @@ class Simulation:
             else:
                 rg = c_tot
             k = 1
-            if not d.mixed:  # a prefill pass alone: no decode advances
-                k = 0
-                row, m0 = rows[0], 0.0
-                dt = _lin(lin, tail, rg) + d.a * pairs
-            elif nd:
+            if nd and d.mixed:
                 row = rows[ng]
                 m0 = (ctx_sum - pctx) / nd
                 dt = (step_time(row, m0 + 1.0) + _lin(lin, tail, ng + rg) - _lin(lin, tail, ng)
                       + d.a * pairs)
-            else:
+            else:  # a prefill pass: no decodes, or an engine that runs it alone (they wait)
+                if not d.mixed:
+                    k = 0  # no decode advances in it
                 row, m0 = rows[0], 0.0
                 dt = _lin(lin, tail, rg) + d.a * pairs
         elif nd:  # decodes only: an epoch up to the next completion or a full KV cache
