@@ -43,7 +43,7 @@ def kv_heads_per_gpu(model: ModelSpec, tp):
 
 def attention_projections(ks: KernelSet, model: ModelSpec, rows, tp, absorbed: bool):
     """Weight GEMMs of one attention layer (everything but the attention core)."""
-    kind = model.gemm_kind
+    kind = model.attn_gemm_kind
     h = model.hidden
     heads = model.heads / np.asarray(tp, float)
     if model.is_mla:

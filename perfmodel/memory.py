@@ -36,17 +36,19 @@ def routed_expert_params_per_gpu(model: ModelSpec, tp, dp, ep):
 
 
 def weight_bytes_per_gpu(model: ModelSpec, tp, dp, ep):
-    """Weights resident on each GPU (embedding and LM head kept in bf16, vocab-split)."""
+    """Weights resident on each GPU (embedding and LM head kept in bf16, vocab-split;
+    an ``ffn``-scoped FP8 checkpoint's attention and edge-layer MLPs in bf16,
+    :attr:`perfmodel.models.ModelSpec.fp8_scope`)."""
     wb = model.weight_bytes
-    per_layer_attn = attention_params_per_gpu(model, tp)
+    attn = model.layers * attention_params_per_gpu(model, tp) * model.attn_weight_bytes
     dense_layers = model.dense_layers if model.is_moe else model.layers
-    total = model.layers * per_layer_attn + dense_layers * model.dense_mlp_params / tp
+    mlp = (dense_layers * wb + model.bf16_mlp_layers * (2.0 - wb)) * model.dense_mlp_params / tp
     if model.is_moe:
-        total = total + model.moe_layers * (model.shared_params / tp
-                                            + routed_expert_params_per_gpu(model, tp, dp, ep))
+        mlp = mlp + model.moe_layers * wb * (model.shared_params / tp
+                                             + routed_expert_params_per_gpu(model, tp, dp, ep))
     # embedding and LM head in bf16, vocabulary-parallel (perfmodel.layers.vocab_shards)
     shards = np.maximum(np.asarray(tp, float), np.minimum(np.asarray(ep, float), 8.0))
-    return total * wb + 2.0 * model.embed_params * 2.0 / shards
+    return attn + mlp + 2.0 * model.embed_params * 2.0 / shards
 
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, tp):

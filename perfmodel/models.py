@@ -24,6 +24,13 @@ from perfmodel.errors import InputError, at, check_number
 from perfmodel.reading import read_json
 
 DTYPE_BYTES = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
+#: Weight precisions a run may name: the dtypes, and ``fp8_ffn`` -- Meta's own FP8
+#: checkpoints (FBGEMM row-wise FP8), which quantize the feed-forward layers only
+#: (:attr:`ModelSpec.fp8_scope`).
+WEIGHT_DTYPES = (*DTYPE_BYTES, "fp8_ffn")
+#: Layers whose MLP an ``ffn``-scoped FP8 checkpoint keeps in BF16: the first and the
+#: last (Llama 3 paper, arXiv 2407.21783, section 6.2).
+FFN_SCOPE_BF16_LAYERS = 2
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,15 @@ class ModelSpec:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     weight_block_scaled: bool = False  # fp8 weights with 128x128 block scales (DeepSeek)
+    #: Which linear layers an FP8 checkpoint quantizes: "all" (the transformer blocks'
+    #: linear layers: ModelOpt, Quark, compressed-tensors, DeepSeek's block FP8) or "ffn"
+    #: (Meta's FBGEMM checkpoints, e.g. meta-llama/Llama-3.1-405B-FP8: "we quantize most
+    #: parameters and activations in the feedforward network layers ... We do not
+    #: quantize parameters in the self-attention layers ... we do not perform
+    #: quantization in the first and last Transformer layers", Llama 3 paper section
+    #: 6.2; the checkpoint's ``modules_to_not_convert`` lists every ``self_attn``
+    #: projection).  With "ffn" the attention projections hold and run in BF16.
+    fp8_scope: str = "all"
 
     # ------------------------------------------------------------------ structure
     @property
@@ -71,6 +87,29 @@ class ModelSpec:
     @property
     def weight_bytes(self) -> float:
         return DTYPE_BYTES[self.weight_dtype]
+
+    @property
+    def ffn_scoped(self) -> bool:
+        """FP8 weights in the feed-forward layers only (:attr:`fp8_scope`)."""
+        return self.weight_dtype == "fp8" and self.fp8_scope == "ffn"
+
+    @property
+    def attn_weight_bytes(self) -> float:
+        """Bytes per attention-projection weight (BF16 in an ``ffn``-scoped checkpoint)."""
+        return DTYPE_BYTES["bf16"] if self.ffn_scoped else self.weight_bytes
+
+    @property
+    def attn_gemm_kind(self) -> str:
+        """Precision kind of the attention projections' GEMMs."""
+        return "bf16" if self.ffn_scoped else self.gemm_kind
+
+    @property
+    def bf16_mlp_layers(self) -> int:
+        """Dense MLP layers held in BF16 although the rest of the MLPs are FP8.
+
+        Their memory is counted; their time is priced as FP8 like the other layers -- two
+        of Llama-3.1-405B's 126 layers, under 1 % of its MLP time."""
+        return FFN_SCOPE_BF16_LAYERS if self.ffn_scoped and not self.is_moe else 0
 
     @property
     def kv_bytes(self) -> float:
@@ -180,11 +219,18 @@ class ModelSpec:
 
     def with_dtypes(self, weight_dtype: str | None = None, kv_dtype: str | None = None
                     ) -> ModelSpec:
-        for label, value in (("weight dtype", weight_dtype), ("kv dtype", kv_dtype)):
-            if value is not None and value not in DTYPE_BYTES:
-                raise InputError(f"unknown {label} '{value}'; known: {', '.join(DTYPE_BYTES)}")
+        """This model with its weight and KV dtypes overridden (None keeps the config's);
+        a weight dtype also sets the FP8 scope (``fp8_ffn``: :attr:`fp8_scope` "ffn")."""
+        for label, value, known in (("weight dtype", weight_dtype, WEIGHT_DTYPES),
+                                    ("kv dtype", kv_dtype, tuple(DTYPE_BYTES))):
+            if value is not None and value not in known:
+                raise InputError(f"unknown {label} '{value}'; known: {', '.join(known)}")
+        scope = self.fp8_scope
+        if weight_dtype is not None:
+            scope = "ffn" if weight_dtype == "fp8_ffn" else "all"
+            weight_dtype = "fp8" if weight_dtype == "fp8_ffn" else weight_dtype
         return replace(self, weight_dtype=weight_dtype or self.weight_dtype,
-                       kv_dtype=kv_dtype or self.kv_dtype)
+                       kv_dtype=kv_dtype or self.kv_dtype, fp8_scope=scope)
 
 
 # ---------------------------------------------------------------------- loading
@@ -231,6 +277,11 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
         qcfg.get("quant_algo", "")).lower()
     weight_dtype = "fp8" if "fp8" in quant else ("fp4" if "fp4" in quant else "bf16")
     block_scaled = weight_dtype == "fp8" and bool(qcfg.get("weight_block_size"))
+    # FBGEMM checkpoints name the modules they leave unquantized; Meta's leave every
+    # attention projection in BF16 (ModelSpec.fp8_scope)
+    skipped = qcfg.get("modules_to_not_convert") or []
+    ffn_only = (weight_dtype == "fp8" and isinstance(skipped, list)
+                and any("self_attn" in str(m) for m in skipped))
     spec = ModelSpec(
         name=name,
         hidden=hidden,
@@ -256,6 +307,7 @@ def model_from_hf_config(cfg: dict[str, Any], name: str, where: str = "config.js
         weight_dtype=weight_dtype,
         kv_dtype="bf16",
         weight_block_scaled=block_scaled,
+        fp8_scope="ffn" if ffn_only else "all",
     )
     if experts and spec.experts_per_token <= 0:
         raise InputError(f"{where}: MoE model needs a positive 'num_experts_per_tok'")

@@ -201,10 +201,11 @@ class Case:
 
     def spec(self):
         m = get_model(self.model)
-        weights = {"fp8_block": ("fp8", True), "fp8": ("fp8", False), "fp4": ("fp4", False),
-                   "bf16": ("bf16", False)}[self.weights]
+        weights = {"fp8_block": ("fp8", True, "all"), "fp8": ("fp8", False, "all"),
+                   "fp8_ffn": ("fp8", False, "ffn"), "fp4": ("fp4", False, "all"),
+                   "bf16": ("bf16", False, "all")}[self.weights]
         return replace(m, weight_dtype=weights[0], weight_block_scaled=weights[1],
-                       kv_dtype=self.kv)
+                       fp8_scope=weights[2], kv_dtype=self.kv)
 
     @property
     def instance_dp(self) -> int:
@@ -471,14 +472,17 @@ def _no_serving_stack(case: Case) -> Case | None:
 #: and -- for a row that ran a variable-length dataset -- at its mean lengths instead of
 #: the dataset's length shape, and -- for a disaggregated rate row read as its client's
 #: run -- with every request routed to the least-loaded group of its side instead of the
-#: frontend's and the engine's rules (None: not an assumption of this row).
+#: frontend's and the engine's rules, and -- for a row on an FP8 checkpoint that
+#: quantizes the feed-forward layers only (Meta's) -- with every linear layer FP8
+#: (None: not an assumption of this row).
 FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
     "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention),
     "gpu_variant": _other_variant,
     "serving_stack": _no_serving_stack,
     "lengths": lambda c: replace(c, dataset="") if shape_for(c.dataset) else None,
-    "router": lambda c: replace(c, router="pooled") if _reads_run(c) else None}
+    "router": lambda c: replace(c, router="pooled") if _reads_run(c) else None,
+    "fp8_scope": lambda c: replace(c, weights="fp8") if c.weights == "fp8_ffn" else None}
 
 
 def _reads_run(case: Case) -> bool:

@@ -236,7 +236,9 @@ def perf(
                                   show_default="none"),
     tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling (ms).",
                                   show_default="none"),
-    weight_dtype: str = typer.Option(None, help="Override weight dtype (fp4/fp8/bf16).",
+    weight_dtype: str = typer.Option(None, help="Override weight dtype (fp4/fp8/bf16; "
+                                     "fp8_ffn: Meta's FP8 checkpoints, feed-forward layers "
+                                     "only, attention in bf16).",
                                      show_default="the model's"),
     kv_dtype: str = typer.Option(None, help="Override KV-cache dtype (fp8/bf16).",
                                  show_default="the model's"),
