@@ -136,6 +136,42 @@ def _one_pass(gpu: GPU, model: ModelSpec, batch, prompt_tokens, s, context, tp, 
     return comp
 
 
+def _with_prompts(gpu: GPU, model: ModelSpec, calib: Calibration,
+                  plain: dict[str, np.ndarray], batch, chunk, args: tuple
+                  ) -> dict[str, np.ndarray]:
+    """Named seconds of the engine's pass that carries ``chunk`` prompt tokens beside the
+    ``batch`` decodes whose decode-only pass is ``plain``, by the engine's rule: one pass
+    of both (``EngineProfile.mixed_prefill``), or the prompt tokens as a pass of their
+    own (no decode rows) beside the decode step they interrupt -- the two back to back."""
+    if calib.profile.mixed_prefill:
+        return _one_pass(gpu, model, batch, chunk, *args)
+    alone = _one_pass(gpu, model, 0.0 * batch, chunk, *args)
+    alone["attention_decode"] = 0.0 * alone["attention_decode"]  # no decode rows
+    return {k: plain[k] + np.where(chunk > 0, alone[k], 0.0) for k in plain}
+
+
+def pass_seconds(gpu: GPU, model: ModelSpec, batch, prompt_tokens, s, context, tp, dp, ep,
+                 hit_rate: float, calib: Calibration) -> np.ndarray:
+    """Seconds of one engine pass of ``batch`` decoding sequences at ``context`` that also
+    prefills ``prompt_tokens`` tokens of prompts of length ``s`` (0: decode-only), by the
+    engine's mixing rule and priced as :func:`mixed_pass` prices its two passes (the
+    serving-stack factors on the decode rows and on the prompts' increment, then the
+    error-band factor); ``batch`` and ``prompt_tokens`` broadcast.  What a finite run
+    (:mod:`perfmodel.aggregated_run`) steps through pass by pass."""
+    k_draft, _ = mtp_yield(calib, model)
+    batch = np.asarray(batch, float)
+    chunk = np.asarray(prompt_tokens, float) + 0.0 * batch
+    args = (float(s), float(context), float(tp), float(dp), float(ep), hit_rate, calib,
+            k_draft)
+    plain = _one_pass(gpu, model, batch + 0.0 * chunk, 0.0 * chunk, *args)
+    plain_s = cast(np.ndarray, sum(plain.values()))
+    more_s = cast(np.ndarray, sum(_with_prompts(gpu, model, calib, plain, batch, chunk,
+                                                args).values())) - plain_s
+    return calib.time_factor(gpu, "aggregated") * (
+        calib.serving_factor(gpu, "decode") * plain_s
+        + calib.serving_factor(gpu, "prefill") * np.where(chunk > 0, more_s, 0.0))
+
+
 def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
                hit_rate: float, calib: Calibration, held=None) -> dict[str, np.ndarray]:
     """Named seconds of the island's mean pass (module doc: the share ``f`` of mixed
@@ -161,14 +197,7 @@ def mixed_pass(gpu: GPU, model: ModelSpec, batch, s, d, tp, dp, ep,
     context = s + (0.5 * d if held is None else np.asarray(held, float))
     args = (s, context, tp, dp, ep, hit_rate, calib, k_draft)
     plain = _one_pass(gpu, model, batch, 0.0 * chunk, *args)
-    if prof.mixed_prefill:
-        mixed = _one_pass(gpu, model, batch, chunk, *args)
-    else:
-        # the prompt tokens run as a pass of their own (no decode rows) beside the decode
-        # step they interrupt: a "mixed pass" is then the two passes back to back
-        alone = _one_pass(gpu, model, 0.0 * batch, chunk, *args)
-        alone["attention_decode"] = 0.0 * alone["attention_decode"]  # no decode rows
-        mixed = {k: plain[k] + np.where(chunk > 0, alone[k], 0.0) for k in plain}
+    mixed = _with_prompts(gpu, model, calib, plain, batch, chunk, args)
     # a priors-priced GPU's serving stack (perfmodel.serving_stack): the decode rows'
     # work by its decode factor, the prompt tokens' increment by its prefill factor
     dec_f, pre_f = calib.serving_factor(gpu, "decode"), calib.serving_factor(gpu, "prefill")

@@ -47,7 +47,13 @@ score it.
   caps divide by ``dp``: each data-parallel attention group runs its own batch, and a
   client's requests spread over them.  A row that ran a variable-length dataset
   (MLPerf) prices its running batch at the dataset's length-biased context, ``a isl +
-  b osl / 2`` (:mod:`perfmodel.validation_lengths`), not ``isl + osl / 2``.
+  b osl / 2`` (:mod:`perfmodel.validation_lengths`), not ``isl + osl / 2``.  A rate
+  row that states its client's ``num_prompts`` (an offline run, a burst, a closed loop
+  of so many prompts) is read as that client's finite run, played out pass by pass on
+  the same island -- the start, the steady middle and the drain, output lengths drawn
+  as the client draws them (:mod:`perfmodel.validation_finite`,
+  :mod:`perfmodel.aggregated_run`); the steady point above stays as its
+  ``finite_run`` sensitivity.
 * ``disaggregated`` mode (a posed row with ``prefill`` and ``decode`` sides: Dynamo's
   xPyD deployments): a closed-loop client of ``concurrency`` requests over a prefill
   station, the KV transfer and a decode station, each side its own workers, layout and
@@ -81,6 +87,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from perfmodel import validation_finite as finite
 from perfmodel import validation_units as units
 from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
@@ -185,6 +192,14 @@ class Case:
     #: (``perfmodel.validation_disagg.ROUTERS``): "" as the frontend and engine do,
     #: "pooled" to the least-loaded group of the side (the flipped assumption).
     router: str = ""
+    #: How an aggregated rate row that states ``num_prompts`` is read
+    #: (:mod:`perfmodel.validation_finite`): "" as its client's finite run, "steady" at
+    #: the steady operating point (the flipped assumption).
+    reading: str = ""
+    #: The client's output-length law: "" by the rule of
+    #: :func:`perfmodel.validation_finite.output_law`, "fixed" every answer at ``osl``
+    #: (the flipped assumption).
+    outputs: str = ""
 
     @property
     def dense(self) -> bool:
@@ -381,8 +396,7 @@ def predict(case: Case) -> float:
     else:
         if q == "static_e2e_latency_s":
             raise _no_path(case)
-        shape = shape_for(case.dataset)
-        held = shape.held(isl, osl) if shape else None
+        held = finite.held_tokens(case)
         pt = aggregated_point(gpu, model, case.tp, case.instance_dp, case.ep, case.isl, osl,
                               0.0,
                               calib, batch=aggregated_batch(case),
@@ -402,8 +416,11 @@ def predict(case: Case) -> float:
             return pt.tpot_s * 1e3
         if q.startswith("ttft"):
             return pt.ttft_s * 1e3
-        per_gpu = closed_loop_rps(case, pt) * _tokens_per_request(case, q) \
-            / case.instance_gpus
+        if finite.reads_finite_run(case):  # the client's run, played out
+            rps = finite.run_of(case, pt.batch, held).output_tokens_per_s / osl
+        else:
+            rps = closed_loop_rps(case, pt)
+        per_gpu = rps * _tokens_per_request(case, q) / case.instance_gpus
     return per_gpu * units.scope_gpus(case.unit, case.gpus)
 
 
@@ -465,6 +482,15 @@ def _no_serving_stack(case: Case) -> Case | None:
         else None
 
 
+#: Sources whose unqualified "Throughput (tokens/s)" column is read as generated tokens
+#: only: AMD's ROCm performance-results page, whose own latency table for the same
+#: models (ROCm/vllm docs/dev-docker/README.md @ 040de12d: Llama 3.1 70B FP8 TP8,
+#: 2048/2048, batch 128 in 52.394 s = 5,003 output tok/s) rules out reading 7,560.9
+#: tok/s for 1,500 such prompts as input + output (3,780 output tok/s).  Their rows were
+#: posed as totals until 2026-12-06 and re-posed after their errors had been seen; the
+#: ``throughput_unit`` flip shows each row the old way.
+OUTPUT_ONLY_READ = frozenset({"AMD_PERF_2506", "AMD_PERF_2511"})
+
 #: Assumptions whose sensitivity every row reports (issue 29): the error with the row's
 #: KV-cache dtype flipped (bf16 <-> fp8), with FP8 attention flipped, where the source
 #: names only the GPU family on the family's other form factor, and -- for a GPU priced
@@ -473,7 +499,10 @@ def _no_serving_stack(case: Case) -> Case | None:
 #: the dataset's length shape, and -- for a disaggregated rate row read as its client's
 #: run -- with every request routed to the least-loaded group of its side instead of the
 #: frontend's and the engine's rules, and -- for a row on an FP8 checkpoint that
-#: quantizes the feed-forward layers only (Meta's) -- with every linear layer FP8
+#: quantizes the feed-forward layers only (Meta's) -- with every linear layer FP8, and
+#: -- for an aggregated rate row read as its client's finite run -- at the steady point
+#: instead and with every answer at the mean length, and -- for a row of a source whose
+#: throughput column is read as output tokens -- read as input + output tokens
 #: (None: not an assumption of this row).
 FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "kv": lambda c: replace(c, kv="bf16" if c.kv == "fp8" else "fp8"),
@@ -482,7 +511,14 @@ FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "serving_stack": _no_serving_stack,
     "lengths": lambda c: replace(c, dataset="") if shape_for(c.dataset) else None,
     "router": lambda c: replace(c, router="pooled") if _reads_run(c) else None,
-    "fp8_scope": lambda c: replace(c, weights="fp8") if c.weights == "fp8_ffn" else None}
+    "fp8_scope": lambda c: replace(c, weights="fp8") if c.weights == "fp8_ffn" else None,
+    "finite_run": lambda c: replace(c, reading="steady") if finite.reads_finite_run(c)
+    else None,
+    "output_law": lambda c: replace(c, outputs="fixed") if finite.reads_finite_run(c)
+    and finite.output_law(c).kind != "fixed" else None,
+    "throughput_unit": lambda c: replace(c, unit=c.unit.replace("output_tok_s",
+                                                                "total_tok_s"))
+    if c.source in OUTPUT_ONLY_READ else None}
 
 
 def _reads_run(case: Case) -> bool:

@@ -149,6 +149,20 @@ def _set(r: dict) -> str:
     return "held out" if r["held_out"] else "calibration"
 
 
+#: Column heads of the sensitivity columns, one per ``perfmodel.validation.FLIPS`` entry.
+FLIP_LABELS = {"kv": "KV flipped", "fp8_attention": "FP8 attention flipped",
+               "gpu_variant": "GPU variant flipped", "serving_stack": "serving stack off",
+               "lengths": "mean lengths", "router": "router pooled",
+               "fp8_scope": "FP8 scope flipped", "finite_run": "steady point",
+               "output_law": "fixed answer lengths", "throughput_unit": "as total tokens"}
+
+
+def _flip_heads() -> tuple[str, str]:
+    """The sensitivity columns' heads and their alignment cells."""
+    return (" | ".join(FLIP_LABELS[k] for k in val.FLIPS),
+            "|".join("---:" for _ in val.FLIPS))
+
+
 def _flips(r: dict) -> str:
     f = r["flipped"]
     return " | ".join(_pct(f[k]) if k in f and np.isfinite(f[k]) else "--" for k in val.FLIPS)
@@ -164,6 +178,7 @@ def _err(x: float | None) -> str:
 
 def e2e_section(rows: list[dict], doc: dict, bands: dict) -> list[str]:
     older = doc["validation_cases"]
+    heads, aligns = _flip_heads()
     lines = ["## (c) End to end: published serving figures", "",
              "Each row poses a published measurement to the model with what the source "
              "fixed: GPU, model and precision, engine, parallel layout, lengths, batch, "
@@ -234,12 +249,24 @@ def e2e_section(rows: list[dict], doc: dict, bands: dict) -> list[str]:
               "attention projections and the first and last layers in BF16 (weights "
               "`fp8_ffn`, `perfmodel.models.ModelSpec.fp8_scope`), its error with every "
               "linear layer FP8 -- the posing these rows had until the scope was modelled, "
-              "after their errors had been seen.",
+              "after their errors had been seen.  *Steady point*: for an aggregated rate "
+              "row that states its client's number of prompts -- read as that client's "
+              "finite run played out pass by pass, start, steady middle and drain "
+              "(`perfmodel/aggregated_run.py`, `perfmodel/validation_finite.py`) -- its "
+              "error read at the steady operating point instead, this reading's rule "
+              "before the run was played out.  *Fixed answer lengths*: for such a row "
+              "whose client draws its output lengths from a spread (uniform for sa-bench "
+              "and sglang.bench_serving's random dataset, ShareGPT's assumed law, an "
+              "MLPerf dataset's shape), its error with every answer at the mean.  "
+              "*As total tokens*: for a row of AMD's performance-results page, whose "
+              "unqualified throughput column is read as generated tokens "
+              "(`OUTPUT_ONLY_READ` in `perfmodel/validation.py`), its error read as input "
+              "+ output tokens -- the posing these rows had until 2026-12-06, changed after "
+              "their errors had been seen.",
               "",
               "| case | from | GPU | model | mode | engine | unit | published | ours | error "
-              "| set | KV flipped | FP8 attention flipped | GPU variant flipped "
-              "| serving stack off | mean lengths | router pooled | FP8 scope flipped |",
-              "|---|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+              f"| set | {heads} |",
+              f"|---|---|---|---|---|---|---|---:|---:|---:|---|{aligns}|"]
     for r in rows:
         if r["scored"]:
             mode = r["mode"] + (" (disaggregated)" if r["deployment"] == "disaggregated"
@@ -252,9 +279,8 @@ def e2e_section(rows: list[dict], doc: dict, bands: dict) -> list[str]:
               f"{val.SCORED_FROM} ran engine releases whose kernels the database does not "
               "hold; their figures are shown for reference):", "",
               "| case | from | GPU | model | mode | unit | published | ours | error | set "
-              "| KV flipped | FP8 attention flipped | GPU variant flipped | serving stack off | "
-              "mean lengths | router pooled | FP8 scope flipped | reason |",
-              "|---|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+              f"| {heads} | reason |",
+              f"|---|---|---|---|---|---|---:|---:|---:|---|{aligns}|---|"]
     for r in rows:
         if not r["scored"]:
             lines.append(f"| {r['case']} | {_from(r)} | {r['gpu']} | {r['model']} | "
