@@ -16,8 +16,8 @@ omits:
   ``B`` costs (the weights are read either way).  With lengths that vary, the longest
   answers of the last admitted prompts run for hundreds of steps almost alone.
 
-Both are on the side of a lower measured rate for the drain, and the drain dominates as
-soon as output lengths vary.  This module plays the run out on the model's own pass
+The start raises the measured rate a little, the drain lowers it, and the drain
+dominates as soon as output lengths vary.  This module plays the run out on the model's own pass
 times (:func:`perfmodel.aggregated.pass_seconds`), the engine's scheduling reduced to
 the rules the steady state already assumes:
 
@@ -43,7 +43,8 @@ own time between requests.
 **Output lengths** (:class:`OutputLaw`): a random-dataset row that asks for fixed lengths
 runs them fixed; a client that draws them uniformly (SemiAnalysis's ``sa-bench``:
 ``[0.8 L, L]``; ``sglang.bench_serving`` without ``--random-range-ratio``: ``[1, L]``)
-draws them so; a ShareGPT row takes :data:`SHAREGPT`; a row on an MLPerf dataset with a
+draws them so; a ShareGPT row takes an assumed law
+(:data:`perfmodel.validation_finite.SHAREGPT`); a row on an MLPerf dataset with a
 length shape takes a gamma law of the shape's spread.  The draw is seeded
 (:data:`SEED`) and scaled to the posed mean, which is the run's own realised mean.
 """
