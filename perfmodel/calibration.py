@@ -58,6 +58,19 @@ class Calibration:
     #: (prefill, decode) serving-stack factors replacing the shipped ones for a GPU priced
     #: from its vendor's priors (:mod:`perfmodel.serving_stack`; the fit sets them).
     serving_override: tuple[float, float] | None = None
+    #: Whose serving stack is priced: "current" (today's releases) or "legacy" (releases
+    #: before ``serving_stack.FIT_FROM``; the validation prices rows of such sources
+    #: with it: :mod:`perfmodel.serving_stack`, "Earlier stacks").
+    stack_era: str = "current"
+    #: (prefill, decode) legacy-era factors replacing the shipped ones (the fit sets them).
+    legacy_override: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        from perfmodel.serving_stack import ERAS
+
+        if self.stack_era not in ERAS:
+            raise InputError(f"stack era must be one of {', '.join(ERAS)}, "
+                             f"got {self.stack_era!r}")
 
     @cached_property
     def profile(self) -> EngineProfile:
@@ -94,14 +107,25 @@ class Calibration:
     def serving_factor(self, gpu, phase: str) -> float:
         """Multiplier on ``phase`` ("prefill" or "decode") times on ``gpu`` for what its
         vendor's serving stack adds to kernel priors (:mod:`perfmodel.serving_stack`;
-        1 for GPUs priced from measured kernels)."""
+        1 for GPUs priced from measured kernels), times the legacy era's factor when
+        :attr:`stack_era` is "legacy"."""
         from perfmodel.serving_stack import Factors, factors_for, priced_from_priors
 
         if self.serving_override is not None:
-            if not priced_from_priors(gpu):
-                return 1.0
-            return Factors(*self.serving_override).of(phase)
-        return factors_for(gpu, self.engine).of(phase)
+            today = Factors(*self.serving_override).of(phase) if priced_from_priors(gpu) \
+                else 1.0
+        else:
+            today = factors_for(gpu, self.engine).of(phase)
+        return today if self.stack_era == "current" else today * self._legacy(gpu, phase)
+
+    def _legacy(self, gpu, phase: str) -> float:
+        """The legacy era's factor on ``phase`` (:mod:`perfmodel.serving_stack`)."""
+        from perfmodel.launch import gpu_vendor
+        from perfmodel.serving_stack import Factors, legacy_factors_for
+
+        if self.legacy_override is not None:
+            return Factors(*self.legacy_override).of(phase)
+        return legacy_factors_for(gpu_vendor(gpu), self.engine).of(phase)
 
     def eplb_residual(self, ep):
         """Share of the routing skew's excess that remains at expert parallelism ``ep``."""

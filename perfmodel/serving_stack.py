@@ -31,6 +31,23 @@ factors are that fit's optimum and that no held-out row entered it.
 
 GPUs priced from measured kernels (every NVIDIA part) have no factor: their kernels were
 timed inside the engines they serve with.
+
+**Earlier stacks** (the ``legacy`` era).  The kernels, measured or priors, are today's;
+a row published before :data:`FIT_FROM` measured an engine release that ran slower
+kernels around a slower scheduler (vLLM 0.6 before its V1 engine, SGLang 0.4 on ROCm
+before AITER's MLA and fused-MoE kernels), and its calibration rows say so by class:
+median signed error +50 % on NVIDIA vLLM and +82 % on AMD SGLang aggregated rows dated
+before 2025-06, against -5..+7 % on every vendor x engine class of current aggregated
+rows (calibration rows, 2026-12-06).  Pricing such a row with today's
+stack poses it wrongly, as pricing it on the wrong GPU would.  So a row's **era** is a
+fact of its source (its date: :func:`era_of`), and a legacy row is priced with one more
+pair of factors per vendor and engine (all GPUs of the vendor), fitted by the same rule
+on the calibration rows of that vendor and engine dated *before* :data:`FIT_FROM`
+(never a held-out row; at least :data:`LEGACY_MIN_ROWS` rows, else no factor).  They
+multiply the current factors: they state how much slower that era's stack was than
+today's.  Plans price today's stacks (``Calibration.stack_era`` "current", the default);
+the legacy factors exist so that the validation poses each row's own stack, and the
+*as today's stack* column of ``docs/validation.md`` shows every legacy row without them.
 """
 
 from __future__ import annotations
@@ -53,6 +70,11 @@ FACTORS_FILE = "data/serving_stack.yaml"
 #: Bounds of a factor (a stack is not faster than its kernels by more than 2x, and the
 #: fit must not run away where a row is unscorable).
 BOUNDS = (0.5, 10.0)
+#: Stack eras (module docstring): "current" prices today's stacks, "legacy" those of
+#: sources dated before FIT_FROM.
+ERAS = ("current", "legacy")
+#: Fewest calibration rows a legacy factor pair is fitted on (two parameters).
+LEGACY_MIN_ROWS = 4
 
 
 @dataclass(frozen=True)
@@ -107,6 +129,21 @@ def factors_for(gpu: GPU, engine: str) -> Factors:
     return _factors_for(gpu, str(engine))
 
 
+def era_of(date: str) -> str:
+    """The stack era of a source dated ``date`` ("YYYY-MM"; "" is current)."""
+    return "legacy" if date and str(date) < FIT_FROM else "current"
+
+
+@lru_cache(maxsize=64)
+def legacy_factors_for(vendor: str, engine: str) -> Factors:
+    """The shipped legacy-era factors of ``vendor``'s GPUs under ``engine`` (1, 1 where
+    none were fitted)."""
+    entry = ((shipped().get("legacy") or {}).get(vendor) or {}).get(str(engine))
+    if not entry:
+        return NONE
+    return Factors(float(entry["prefill"]), float(entry["decode"]))
+
+
 # ----------------------------------------------------------------------------- the fit
 def fit_rows(rows: Iterable[dict[str, Any]], vendor: str, arch: str, engine: str
              ) -> list[str]:
@@ -121,12 +158,24 @@ def fit_rows(rows: Iterable[dict[str, Any]], vendor: str, arch: str, engine: str
             and str(r["date"]) >= FIT_FROM]
 
 
+def legacy_fit_rows(rows: Iterable[dict[str, Any]], vendor: str, engine: str) -> list[str]:
+    """Ids of the rows the legacy fit of (``vendor``, ``engine``) reads: scored
+    calibration rows of that vendor and engine dated before :data:`FIT_FROM` (module
+    docstring); none when there are fewer than :data:`LEGACY_MIN_ROWS`."""
+    ids = [r["case"] for r in rows
+           if r["scored"] and not r["held_out"] and r["vendor"] == vendor
+           and r["engine"] == engine and era_of(str(r["date"])) == "legacy"]
+    return ids if len(ids) >= LEGACY_MIN_ROWS else []
+
+
 def fit(cases: list, published: list[float], predict: Callable[[Any], float],
-        error: Callable[[Any, float], float]) -> tuple[Factors, dict[str, float]]:
+        error: Callable[[Any, float], float], field: str = "serving"
+        ) -> tuple[Factors, dict[str, float]]:
     """The (prefill, decode) factors minimising the squared log errors of ``cases``
     (``perfmodel.validation.Case`` objects priced with a candidate's factors through
-    ``Calibration.serving_override``), and the fit's figures (rows, median |error|
-    before and after)."""
+    the case's ``field``: "serving" for today's factors, ``Calibration.serving_override``;
+    "legacy" for a legacy era's, ``Calibration.legacy_override``), and the fit's figures
+    (rows, median |error| before and after)."""
     from dataclasses import replace
 
     from scipy.optimize import least_squares
@@ -137,7 +186,7 @@ def fit(cases: list, published: list[float], predict: Callable[[Any], float],
         over = (float(np.exp(p[0])), float(np.exp(p[1])))
         out = []
         for c in cases:
-            e = error(c, predict(replace(c, serving=over)))
+            e = error(c, predict(replace(c, **{field: over})))
             out.append(np.log1p(e))
         return np.asarray(out)
 
@@ -151,5 +200,6 @@ def fit(cases: list, published: list[float], predict: Callable[[Any], float],
                "median_signed_after": float(np.median(after))}
 
 
-__all__ = ["BOUNDS", "FACTORS_FILE", "FIT_FROM", "Factors", "factors_for", "fit",
-           "fit_rows", "priced_from_priors", "shipped"]
+__all__ = ["BOUNDS", "ERAS", "FACTORS_FILE", "FIT_FROM", "LEGACY_MIN_ROWS", "Factors",
+           "era_of", "factors_for", "fit", "fit_rows", "legacy_factors_for",
+           "legacy_fit_rows", "priced_from_priors", "shipped"]

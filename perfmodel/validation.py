@@ -170,6 +170,13 @@ class Case:
     #: (prefill, decode) serving-stack factors to price with instead of the shipped ones
     #: (perfmodel.serving_stack.fit); None: the shipped factors.
     serving: tuple[float, float] | None = None
+    #: The stack era of the row's source (``serving_stack.era_of`` its date): "legacy"
+    #: prices the engine release of a source dated before ``serving_stack.FIT_FROM``
+    #: (:mod:`perfmodel.serving_stack`, "Earlier stacks"); "" today's.
+    era: str = ""
+    #: (prefill, decode) legacy-era factors to price with instead of the shipped ones
+    #: (perfmodel.serving_stack.fit with field "legacy"); None: the shipped factors.
+    legacy: tuple[float, float] | None = None
     #: ``batch`` counts sequences per attention group (posed files) rather than per GPU
     #: (validation_cases.yaml, where a tp-wide group holds batch x tp).
     batch_per_group: bool = False
@@ -212,7 +219,9 @@ class Case:
                            prefill_token_budget=self.budget or None,
                            memory_fraction=self.mem_fraction or None,
                            graph_max_batch=0 if self.eager else (self.graph_max or None),
-                           serving_override=self.serving)
+                           serving_override=self.serving,
+                           stack_era="legacy" if self.era == "legacy" else "current",
+                           legacy_override=self.legacy)
 
     def spec(self):
         m = get_model(self.model)
@@ -246,8 +255,16 @@ def load_cases() -> tuple[tuple[Case, ...], dict[str, dict[str, str]]]:
         row = dict(row)
         if row["mode"] not in MODES:
             raise ValueError(f"validation case {row['id']}: unknown mode {row['mode']}")
-        cases.append(Case(**row))
+        date = str((raw["sources"].get(row["source"]) or {}).get("date", ""))
+        cases.append(Case(**row, era=_era(date)))
     return tuple(cases), raw["sources"]
+
+
+def _era(date: str) -> str:
+    """A Case's ``era`` field for a source dated ``date``."""
+    from perfmodel.serving_stack import era_of
+
+    return "legacy" if era_of(date) == "legacy" else ""
 
 
 _CASE_FIELDS = {f.name for f in fields(Case)}
@@ -258,6 +275,8 @@ def posed_case(row: dict[str, Any]) -> Case:
 
     Only keys the posing gives are used (``dbo`` is the engines' micro-batch overlap,
     ``slo`` the TTFT / TPOT ceilings); a null is the key's default (the engine's)."""
+    if row.get("unscorable"):  # the source's own figures rule out every posing of it
+        raise NotPredictable(f"source: {row['unscorable']}")
     if row.get("isl") is None:
         raise NotPredictable("isl null: the posing gives no input length (dataset mean "
                              "prompt length not stated)")
@@ -287,6 +306,7 @@ def posed_case(row: dict[str, Any]) -> Case:
     if isinstance(values.get("decode"), Side):  # a disaggregated row: the top-level
         for key in ("tp", "dp", "ep"):           # layout is the decode side's
             values.setdefault(key, getattr(values["decode"], key))
+    values["era"] = _era(str((row.get("source_info") or {}).get("date", "")))
     return Case(**values, batch_per_group=True)
 
 
@@ -495,6 +515,8 @@ OUTPUT_ONLY_READ = frozenset({"AMD_PERF_2506", "AMD_PERF_2511"})
 #: KV-cache dtype flipped (bf16 <-> fp8), with FP8 attention flipped, where the source
 #: names only the GPU family on the family's other form factor, and -- for a GPU priced
 #: from vendor priors -- without the serving-stack factors fitted on calibration rows,
+#: and -- for a row of a source dated before the fit's date -- with today's stack
+#: instead of that era's (``serving_stack``, "Earlier stacks"),
 #: and -- for a row that ran a variable-length dataset -- at its mean lengths instead of
 #: the dataset's length shape, and -- for a disaggregated rate row read as its client's
 #: run -- with every request routed to the least-loaded group of its side instead of the
@@ -509,6 +531,7 @@ FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention),
     "gpu_variant": _other_variant,
     "serving_stack": _no_serving_stack,
+    "stack_era": lambda c: replace(c, era="") if c.era == "legacy" else None,
     "lengths": lambda c: replace(c, dataset="") if shape_for(c.dataset) else None,
     "router": lambda c: replace(c, router="pooled") if _reads_run(c) else None,
     "fp8_scope": lambda c: replace(c, weights="fp8") if c.weights == "fp8_ffn" else None,
@@ -597,7 +620,15 @@ def table() -> list[dict[str, Any]]:
     """Every row of validation_cases.yaml and of the posed files, scored or with the
     one-line reason it is not (``reason``).  Each row carries its side of the split
     (``held_out``), its error with each :data:`FLIPS` assumption flipped (``flipped``),
-    its band class fields (``phase``, ``family``, ``vendor``) and ``origin``."""
+    its band class fields (``phase``, ``family``, ``vendor``) and ``origin``.
+
+    Scored once per process (minutes on two cores; everything it reads is package data
+    fixed for the process's life): callers get their own copies of the rows."""
+    return [dict(r, flipped=dict(r["flipped"])) for r in _table()]
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, Any], ...]:
     from perfmodel.validation_split import load_posed
 
     cases, sources = load_cases()
@@ -614,7 +645,7 @@ def table() -> list[dict[str, Any]]:
             reason = str(exc)
         rows.append(_score(_describe(p, f"posed/{p['file']}", p.get("source_info")), case,
                            reason))
-    return rows
+    return tuple(rows)
 
 
 def cases_by_id() -> dict[str, Case]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -25,6 +26,9 @@ from perfmodel.validation_split import held_out  # noqa: E402
 #: (vendor, architecture, engine) priced from priors whose factors are fitted.
 TARGETS = (("amd", "cdna3", "sglang"), ("amd", "cdna3", "vllm"), ("amd", "cdna4", "sglang"),
            ("amd", "cdna4", "vllm"))
+#: (vendor, engine) whose legacy-era factors are fitted (perfmodel.serving_stack,
+#: "Earlier stacks"); a pair with fewer than LEGACY_MIN_ROWS calibration rows gets none.
+LEGACY_TARGETS = tuple((v, e) for v in ("amd", "nvidia") for e in ("sglang", "trtllm", "vllm"))
 
 HEADER = """\
 # Serving-stack factors of GPUs priced from their vendor's kernel priors (issue 29):
@@ -52,7 +56,38 @@ def compute() -> dict:
             "median_abs_after": round(stats["median_abs_after"], 4),
             "median_signed_after": round(stats["median_signed_after"], 4),
             "fitted_on": ids}
+    # The legacy era multiplies today's factors, so it is fitted with the ones just
+    # fitted in place (the rows above are all current: neither fit reads the other's).
+    out["legacy"] = {}
+    with _with_current(out):
+        for vendor, engine in LEGACY_TARGETS:
+            ids = st.legacy_fit_rows(rows, vendor, engine)
+            if not ids:
+                continue
+            assert not any(held_out(i) for i in ids), "a held-out row entered the fit"
+            cases = [by_id[i] for i in ids]
+            f, stats = st.fit(cases, [published[i] for i in ids], val.predict, val.error,
+                              field="legacy")
+            out["legacy"].setdefault(vendor, {})[engine] = {
+                "prefill": f.prefill, "decode": f.decode, "rows": len(ids),
+                "median_abs_before": round(stats["median_abs_before"], 4),
+                "median_abs_after": round(stats["median_abs_after"], 4),
+                "median_signed_after": round(stats["median_signed_after"], 4),
+                "fitted_on": ids}
     return out
+
+
+@contextmanager
+def _with_current(doc: dict):
+    """Price with ``doc``'s current-era factors in place of the shipped file's."""
+    original = st.shipped
+    st.shipped = lambda: {"factors": doc["factors"]}  # type: ignore[assignment]
+    st._factors_for.cache_clear()
+    try:
+        yield
+    finally:
+        st.shipped = original  # type: ignore[assignment]
+        st._factors_for.cache_clear()
 
 
 def _entries(doc: dict):
@@ -72,9 +107,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{vendor} {arch} {engine}: prefill x{e['prefill']}, decode x{e['decode']} on "
               f"{e['rows']} calibration rows; median |error| "
               f"{e['median_abs_before'] * 100:.1f} % -> {e['median_abs_after'] * 100:.1f} %")
+    for vendor, engines in doc["legacy"].items():
+        for engine, e in engines.items():
+            print(f"legacy {vendor} {engine}: prefill x{e['prefill']}, decode x{e['decode']} "
+                  f"on {e['rows']} calibration rows; median |error| "
+                  f"{e['median_abs_before'] * 100:.1f} % -> {e['median_abs_after'] * 100:.1f} %")
     if a.check:
         shipped = yaml.safe_load(path.read_text()) if path.exists() else {}
-        same = shipped.get("factors") == doc["factors"]
+        same = (shipped.get("factors") == doc["factors"]
+                and (shipped.get("legacy") or {}) == doc["legacy"])
         print("shipped file is current" if same else "shipped file differs from the fit")
         return 0 if same else 1
     path.write_text(HEADER + yaml.safe_dump(doc, sort_keys=False, width=100))

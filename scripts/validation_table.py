@@ -154,7 +154,8 @@ FLIP_LABELS = {"kv": "KV flipped", "fp8_attention": "FP8 attention flipped",
                "gpu_variant": "GPU variant flipped", "serving_stack": "serving stack off",
                "lengths": "mean lengths", "router": "router pooled",
                "fp8_scope": "FP8 scope flipped", "finite_run": "steady point",
-               "output_law": "fixed answer lengths", "throughput_unit": "as total tokens"}
+               "output_law": "fixed answer lengths", "throughput_unit": "as total tokens",
+               "stack_era": "as today's stack"}
 
 
 def _flip_heads() -> tuple[str, str]:
@@ -420,6 +421,22 @@ def serving_lines() -> list[str]:
                              f"{e['decode']:.3f} | {e['rows']} | "
                              f"{_abs(e['median_abs_before'])} | "
                              f"{_abs(e['median_abs_after'])} |")
+    lines += ["", "#### Earlier stacks (legacy era)", "",
+              "A row whose source is dated before "
+              f"{doc.get('fit_from')} measured an engine release older than the ones the "
+              "kernels and the factors above describe; it is priced with one more pair of "
+              "factors per vendor and engine, on every GPU of the vendor, fitted by the same "
+              "rule on the calibration rows of that vendor and engine dated before it (at "
+              "least four rows; `perfmodel/serving_stack.py`, \"Earlier stacks\").  Plans "
+              "price today's stacks and never carry them; the *as today's stack* column "
+              "shows every legacy row without them.", "",
+              "| vendor | engine | prefill x | decode x | calibration rows | median "
+              "\\|error\\| as today's stack | after |", "|---|---|---:|---:|---:|---:|---:|"]
+    for vendor, engines in (doc.get("legacy") or {}).items():
+        for engine, e in engines.items():
+            lines.append(f"| {vendor} | {engine} | {e['prefill']:.3f} | {e['decode']:.3f} | "
+                         f"{e['rows']} | {_abs(e['median_abs_before'])} | "
+                         f"{_abs(e['median_abs_after'])} |")
     return lines
 
 

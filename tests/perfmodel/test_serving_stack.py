@@ -80,3 +80,64 @@ def test_the_factors_are_named_in_the_breakdown_and_scale_their_phase():
     # the prompt increment of a mixed pass triples: TTFT more than doubles
     assert c.ttft_s > 2.0 * a.ttft_s and c.pass_s < 1.1 * a.pass_s
     assert np.isfinite(c.rps) and c.rps < a.rps
+
+
+# --------------------------------------------------------------- earlier stacks (legacy era)
+def test_a_sources_date_sets_its_era():
+    assert st.era_of("2024-12") == "legacy" and st.era_of(st.FIT_FROM) == "current"
+    assert st.era_of("2026-02") == "current" and st.era_of("") == "current"
+    cases = val.cases_by_id()
+    assert cases["na-dstack-h100-l405b-tp8-2k2k-n4"].era == "legacy"  # dstack, 2024-12
+    assert cases["sglcb-b200-q3-235b-tp8-chat-c16"].era == ""  # SGLang cookbook, current
+    assert cases["na-dstack-h100-l405b-tp8-2k2k-n4"].calibration().stack_era == "legacy"
+
+
+def test_the_legacy_fit_read_calibration_rows_of_earlier_stacks_only():
+    rows = {r["case"]: r for r in val.table()}
+    legacy = st.shipped().get("legacy") or {}
+    assert legacy, "no legacy factors shipped"
+    for vendor, engines in legacy.items():
+        for engine, e in engines.items():
+            assert len(e["fitted_on"]) == e["rows"] >= st.LEGACY_MIN_ROWS
+            for cid in e["fitted_on"]:
+                r = rows[cid]
+                assert not held_out(cid) and r["scored"]
+                assert (r["vendor"], r["engine"]) == (vendor, engine)
+                assert st.era_of(str(r["date"])) == "legacy"
+            # least squares on log errors: no worse than pricing them as today's stack
+            after = np.log1p([rows[cid]["error"] for cid in e["fitted_on"]])
+            before = np.log1p([rows[cid]["flipped"]["stack_era"] for cid in e["fitted_on"]])
+            assert float(np.sum(after ** 2)) <= float(np.sum(before ** 2)) + 1e-9
+
+
+def test_legacy_factors_apply_to_every_gpu_of_the_vendor_only_in_the_legacy_era():
+    e = st.shipped()["legacy"]["nvidia"]["vllm"]
+    h100 = get_gpu("H100-SXM")
+    today = Calibration(engine="vllm")
+    then = Calibration(engine="vllm", stack_era="legacy")
+    assert today.serving_factor(h100, "prefill") == 1.0  # measured kernels: no factor
+    assert then.serving_factor(h100, "prefill") == e["prefill"]
+    assert then.serving_factor(h100, "decode") == e["decode"]
+    # on a priors-priced GPU the era multiplies today's factors
+    mi300, amd = get_gpu("MI300X"), st.shipped()["legacy"]["amd"]["vllm"]
+    cur = st.shipped()["factors"]["amd"]["cdna3"]["vllm"]
+    assert Calibration(engine="vllm", stack_era="legacy").serving_factor(mi300, "decode") \
+        == pytest.approx(cur["decode"] * amd["decode"])
+    over = Calibration(engine="vllm", stack_era="legacy", legacy_override=(2.0, 3.0))
+    assert over.serving_factor(h100, "decode") == 3.0
+    assert Calibration(engine="vllm", legacy_override=(2.0, 3.0)).serving_factor(
+        h100, "decode") == 1.0  # an override does nothing in today's era
+
+
+def test_an_unknown_era_is_refused():
+    from perfmodel.errors import InputError
+
+    with pytest.raises(InputError, match="stack era"):
+        Calibration(engine="vllm", stack_era="1999")
+
+
+def test_a_legacy_row_priced_as_todays_stack_is_its_sensitivity_column():
+    case = val.cases_by_id()["na-dstack-h100-l405b-tp8-2k2k-n64"]
+    then, now = val.predict(case), val.predict(val.FLIPS["stack_era"](case))
+    assert now > then  # the era's stack was slower (its fitted factors exceed 1)
+    assert val.FLIPS["stack_era"](val.cases_by_id()["sglcb-b200-q3-235b-tp8-chat-c16"]) is None

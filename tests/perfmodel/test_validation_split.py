@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from perfmodel.validation import MODES, load_cases
 from perfmodel.validation_split import (
     HELD_OUT_SHARE,
@@ -60,3 +62,13 @@ def test_posed_rows_carry_their_source_and_assumptions():
         assert isinstance(assumed, dict) and all(str(v).strip() for v in assumed.values()), \
             f"{where}: every assumption needs its reason"
         assert isinstance(row.get("stated") or [], list), where
+
+
+def test_a_row_its_own_source_rules_out_is_not_scored_and_says_why():
+    from perfmodel import validation as val
+
+    rows = [p for p in load_posed() if p.get("unscorable")]
+    assert rows, "the VLLM_GB300 2k/128 chart rows are marked unscorable"
+    for p in rows:
+        with pytest.raises(val.NotPredictable, match="^source: "):
+            val.posed_case(p)
