@@ -5,6 +5,8 @@ GPU gets an engine that runs on it, and TensorRT-LLM on one is a one-line usage 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 
 def _perf_json(run_cli, *args):
@@ -13,9 +15,22 @@ def _perf_json(run_cli, *args):
     return json.loads(out)
 
 
+def _perf_json_fresh(*args):
+    """``planner perf --json`` in a process of its own, as a user runs it: ``used``
+    names the ops this run resolved, and an in-process run would also count what
+    earlier tests of the same worker resolved on that GPU (the kernel sets are cached
+    per process)."""
+    code = ("import sys; from planner.cli.main import run; "
+            "sys.exit(run(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code, "perf", *args, "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def test_perf_json_names_the_source_and_rule_of_every_op(run_cli):
-    amd = _perf_json(run_cli, "--gpu", "MI300X", "--gpus", "8", "--model", "llama-3.1-70b",
-                     "--mode", "agg")
+    amd = _perf_json_fresh("--gpu", "MI300X", "--gpus", "8", "--model", "llama-3.1-70b",
+                           "--mode", "agg")
     ops = amd["kernel_ops"]
     families = {k.split(":")[0] for k in ops}
     assert families >= {"gemm", "moe", "context_attention", "decode_attention",
