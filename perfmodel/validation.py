@@ -97,6 +97,7 @@ from perfmodel.hardware import get_gpu
 from perfmodel.memory import engine_batch_cap, kv_per_sequence, max_decode_batch
 from perfmodel.models import get_model
 from perfmodel.prefill import prefill_pass_time, prefill_time
+from perfmodel.serving_stack import era_of
 from perfmodel.validation_disagg import (
     Side,
     benchmark_run,
@@ -172,8 +173,8 @@ class Case:
     serving: tuple[float, float] | None = None
     #: The stack era of the row's source (``serving_stack.era_of`` its date): "legacy"
     #: prices the engine release of a source dated before ``serving_stack.FIT_FROM``
-    #: (:mod:`perfmodel.serving_stack`, "Earlier stacks"); "" today's.
-    era: str = ""
+    #: (:mod:`perfmodel.serving_stack`, "Earlier stacks"); "current" today's.
+    era: str = "current"
     #: (prefill, decode) legacy-era factors to price with instead of the shipped ones
     #: (perfmodel.serving_stack.fit with field "legacy"); None: the shipped factors.
     legacy: tuple[float, float] | None = None
@@ -220,7 +221,7 @@ class Case:
                            memory_fraction=self.mem_fraction or None,
                            graph_max_batch=0 if self.eager else (self.graph_max or None),
                            serving_override=self.serving,
-                           stack_era="legacy" if self.era == "legacy" else "current",
+                           stack_era=self.era,
                            legacy_override=self.legacy)
 
     def spec(self):
@@ -256,15 +257,8 @@ def load_cases() -> tuple[tuple[Case, ...], dict[str, dict[str, str]]]:
         if row["mode"] not in MODES:
             raise ValueError(f"validation case {row['id']}: unknown mode {row['mode']}")
         date = str((raw["sources"].get(row["source"]) or {}).get("date", ""))
-        cases.append(Case(**row, era=_era(date)))
+        cases.append(Case(**row, era=era_of(date)))
     return tuple(cases), raw["sources"]
-
-
-def _era(date: str) -> str:
-    """A Case's ``era`` field for a source dated ``date``."""
-    from perfmodel.serving_stack import era_of
-
-    return "legacy" if era_of(date) == "legacy" else ""
 
 
 _CASE_FIELDS = {f.name for f in fields(Case)}
@@ -306,7 +300,7 @@ def posed_case(row: dict[str, Any]) -> Case:
     if isinstance(values.get("decode"), Side):  # a disaggregated row: the top-level
         for key in ("tp", "dp", "ep"):           # layout is the decode side's
             values.setdefault(key, getattr(values["decode"], key))
-    values["era"] = _era(str((row.get("source_info") or {}).get("date", "")))
+    values["era"] = era_of(str((row.get("source_info") or {}).get("date", "")))
     return Case(**values, batch_per_group=True)
 
 
@@ -531,7 +525,7 @@ FLIPS: dict[str, Callable[[Case], Case | None]] = {
     "fp8_attention": lambda c: replace(c, fp8_attention=not c.fp8_attention),
     "gpu_variant": _other_variant,
     "serving_stack": _no_serving_stack,
-    "stack_era": lambda c: replace(c, era="") if c.era == "legacy" else None,
+    "stack_era": lambda c: replace(c, era="current") if c.era == "legacy" else None,
     "lengths": lambda c: replace(c, dataset="") if shape_for(c.dataset) else None,
     "router": lambda c: replace(c, router="pooled") if _reads_run(c) else None,
     "fp8_scope": lambda c: replace(c, weights="fp8") if c.weights == "fp8_ffn" else None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -21,6 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from perfmodel import serving_stack as st  # noqa: E402
 from perfmodel import validation as val  # noqa: E402
+from perfmodel.hardware import get_gpu  # noqa: E402
+from perfmodel.launch import gpu_vendor  # noqa: E402
 from perfmodel.validation_split import held_out  # noqa: E402
 
 #: (vendor, architecture, engine) priced from priors whose factors are fitted.
@@ -42,52 +44,38 @@ def compute() -> dict:
     rows = val.table()
     by_id = val.cases_by_id()
     published = {r["case"]: r["published"] for r in rows}
-    out: dict = {"fit_from": st.FIT_FROM, "factors": {}}
+    out: dict = {"fit_from": st.FIT_FROM, "factors": {}, "legacy": {}}
+
+    def entry(ids: list[str], cases: list, field: str = "serving") -> dict:
+        assert not any(held_out(i) for i in ids), "a held-out row entered the fit"
+        f, stats = st.fit(cases, [published[i] for i in ids], val.predict, val.error, field)
+        return {"prefill": f.prefill, "decode": f.decode, "rows": len(ids),
+                **{k: round(stats[k], 4) for k in
+                   ("median_abs_before", "median_abs_after", "median_signed_after")},
+                "fitted_on": ids}
+
     for vendor, arch, engine in TARGETS:
         ids = st.fit_rows(rows, vendor, arch, engine)
-        if not ids:
-            continue  # no calibration row of the stack: no factor (1, 1)
-        assert not any(held_out(i) for i in ids), "a held-out row entered the fit"
-        cases = [by_id[i] for i in ids]
-        f, stats = st.fit(cases, [published[i] for i in ids], val.predict, val.error)
-        out["factors"].setdefault(vendor, {}).setdefault(arch, {})[engine] = {
-            "prefill": f.prefill, "decode": f.decode, "rows": len(ids),
-            "median_abs_before": round(stats["median_abs_before"], 4),
-            "median_abs_after": round(stats["median_abs_after"], 4),
-            "median_signed_after": round(stats["median_signed_after"], 4),
-            "fitted_on": ids}
-    # The legacy era multiplies today's factors, so it is fitted with the ones just
-    # fitted in place (the rows above are all current: neither fit reads the other's).
-    out["legacy"] = {}
-    with _with_current(out):
-        for vendor, engine in LEGACY_TARGETS:
-            ids = st.legacy_fit_rows(rows, vendor, engine)
-            if not ids:
-                continue
-            assert not any(held_out(i) for i in ids), "a held-out row entered the fit"
-            cases = [by_id[i] for i in ids]
-            f, stats = st.fit(cases, [published[i] for i in ids], val.predict, val.error,
-                              field="legacy")
-            out["legacy"].setdefault(vendor, {})[engine] = {
-                "prefill": f.prefill, "decode": f.decode, "rows": len(ids),
-                "median_abs_before": round(stats["median_abs_before"], 4),
-                "median_abs_after": round(stats["median_abs_after"], 4),
-                "median_signed_after": round(stats["median_signed_after"], 4),
-                "fitted_on": ids}
+        if ids:  # no calibration row of the stack: no factor (1, 1)
+            out["factors"].setdefault(vendor, {}).setdefault(arch, {})[engine] = entry(
+                ids, [by_id[i] for i in ids])
+    # The legacy era multiplies today's factors, so each of its rows is priced with the
+    # current factors just fitted (the rows above are all current: neither fit reads
+    # the other's); the override is ignored on GPUs priced from measured kernels.
+    for vendor, engine in LEGACY_TARGETS:
+        ids = st.legacy_fit_rows(rows, vendor, engine)
+        if ids:
+            cases = [replace(by_id[i], serving=_current(out, by_id[i])) for i in ids]
+            out["legacy"].setdefault(vendor, {})[engine] = entry(ids, cases, "legacy")
     return out
 
 
-@contextmanager
-def _with_current(doc: dict):
-    """Price with ``doc``'s current-era factors in place of the shipped file's."""
-    original = st.shipped
-    st.shipped = lambda: {"factors": doc["factors"]}  # type: ignore[assignment]
-    st._factors_for.cache_clear()
-    try:
-        yield
-    finally:
-        st.shipped = original  # type: ignore[assignment]
-        st._factors_for.cache_clear()
+def _current(doc: dict, case) -> tuple[float, float]:
+    """The (prefill, decode) current-era factors ``doc`` fitted for ``case``'s GPU and
+    engine ((1, 1) where it fitted none)."""
+    gpu = get_gpu(case.gpu)
+    e = doc["factors"].get(gpu_vendor(gpu), {}).get(gpu.arch, {}).get(case.engine)
+    return (e["prefill"], e["decode"]) if e else (1.0, 1.0)
 
 
 def _entries(doc: dict):
@@ -103,15 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     doc = compute()
     path = ROOT / "perfmodel" / st.FACTORS_FILE
-    for vendor, arch, engine, e in _entries(doc):
-        print(f"{vendor} {arch} {engine}: prefill x{e['prefill']}, decode x{e['decode']} on "
-              f"{e['rows']} calibration rows; median |error| "
-              f"{e['median_abs_before'] * 100:.1f} % -> {e['median_abs_after'] * 100:.1f} %")
-    for vendor, engines in doc["legacy"].items():
-        for engine, e in engines.items():
-            print(f"legacy {vendor} {engine}: prefill x{e['prefill']}, decode x{e['decode']} "
-                  f"on {e['rows']} calibration rows; median |error| "
-                  f"{e['median_abs_before'] * 100:.1f} % -> {e['median_abs_after'] * 100:.1f} %")
+    named = [(f"{v} {a} {g}", e) for v, a, g, e in _entries(doc)] + [
+        (f"legacy {v} {g}", e) for v, engines in doc["legacy"].items()
+        for g, e in engines.items()]
+    for name, e in named:
+        print(f"{name}: prefill x{e['prefill']}, decode x{e['decode']} on {e['rows']} "
+              f"calibration rows; median |error| {e['median_abs_before'] * 100:.1f} % -> "
+              f"{e['median_abs_after'] * 100:.1f} %")
     if a.check:
         shipped = yaml.safe_load(path.read_text()) if path.exists() else {}
         same = (shipped.get("factors") == doc["factors"]

@@ -88,7 +88,7 @@ def test_a_sources_date_sets_its_era():
     assert st.era_of("2026-02") == "current" and st.era_of("") == "current"
     cases = val.cases_by_id()
     assert cases["na-dstack-h100-l405b-tp8-2k2k-n4"].era == "legacy"  # dstack, 2024-12
-    assert cases["sglcb-b200-q3-235b-tp8-chat-c16"].era == ""  # SGLang cookbook, current
+    assert cases["sglcb-b200-q3-235b-tp8-chat-c16"].era == "current"  # SGLang cookbook
     assert cases["na-dstack-h100-l405b-tp8-2k2k-n4"].calibration().stack_era == "legacy"
 
 
