@@ -167,7 +167,8 @@ def mtp_yield(calib: Calibration, model: ModelSpec) -> tuple[int, float]:
 
 
 def decode_components(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Calibration,
-                      context=None, overlap: bool = True) -> dict[str, np.ndarray]:
+                      context=None, overlap: bool | np.ndarray = True
+                      ) -> dict[str, np.ndarray]:
     """Named per-step times (seconds, per step, before dividing by the MTP yield).
 
     Per-layer items are for one layer; ``attention`` is evaluated at ``context`` if
@@ -288,11 +289,21 @@ def step_model(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Calibration
     does so only where it is faster (judged at a 1k context): both step models are built
     and the faster kept per element."""
     k_yield = mtp_yield(calib, model)[1]
-    comp = decode_components(gpu, model, batch, tp, dp, ep, calib)
-    sm = step_from_components(comp, model, k_yield)
-    if model.is_moe and np.any(comp["comm_sm_share"] > 0) and calib.engine != "roofline":
-        plain = step_from_components(decode_components(gpu, model, batch, tp, dp, ep, calib,
-                                                       overlap=False), model, k_yield)
+    if model.is_moe and calib.profile.micro_batch_overlap and calib.engine != "roofline":
+        # Both readings in one evaluation (a leading axis: overlap allowed, not allowed):
+        # the kernel calls are many small array operations, so one call on twice the
+        # elements costs about half of two.
+        nd = len(np.broadcast_shapes(*(np.shape(x) for x in (batch, tp, dp, ep))))
+        both = decode_components(gpu, model, batch, tp, dp, ep, calib,
+                                 overlap=np.array([True, False]).reshape((2,) + (1,) * nd))
+        stacked = step_from_components(both, model, k_yield)
+        sm, plain = (stacked._map(lambda a, j=j: _reading(a, j, nd)) for j in (0, 1))
+        overlapped = bool(np.any(_reading(both["comm_sm_share"], 0, nd) > 0))
+    else:
+        sm = step_from_components(decode_components(gpu, model, batch, tp, dp, ep, calib),
+                                  model, k_yield)
+        overlapped = False
+    if overlapped:
         better = sm.step_time(1024.0) <= plain.step_time(1024.0)
         shape = np.shape(better)
         sm = StepModel(*cast("Iterable[Any]", (
@@ -304,6 +315,13 @@ def step_model(gpu: GPU, model: ModelSpec, batch, tp, dp, ep, calib: Calibration
     # a priors-priced GPU's serving stack (perfmodel.serving_stack), then --plan-at p10
     factor = calib.serving_factor(gpu, "decode") * calib.time_factor(gpu, "decode")
     return sm if factor == 1.0 else sm._map(lambda a: a * factor)
+
+
+def _reading(a, j: int, nd: int):
+    """Reading ``j`` of a coefficient evaluated over a leading axis of readings (one that
+    does not depend on the reading has no such axis: ``nd`` dims or fewer)."""
+    a = np.asarray(a)
+    return a[j] if a.ndim > nd else a
 
 
 def _eager_floor(sm: StepModel, gpu: GPU, batch, tp, calib: Calibration,

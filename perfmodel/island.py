@@ -19,7 +19,10 @@ decode lengths, prefix hit rate, SLOs, calibration).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -289,7 +292,65 @@ def is_lockstep(model: ModelSpec, dp, calib: Calibration):
     return (np.asarray(dp, float) > 1) & bool(model.is_moe) & (calib.engine != "roofline")
 
 
-def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
+class _SharedRows:
+    """Per-configuration rows of a phase's kernel evaluations, shared by the two calls
+    of :func:`_phase_table`: every configuration at the selection lengths, then the
+    chosen one at all lengths.  Both evaluate the kernels at the same sample points
+    (prefill: ``_samples`` of the longest length, which both length sets share; decode:
+    a prefix of ``_BATCH_LATTICE``), and each element depends on its own configuration
+    and sample only, so the chosen configuration's rows are read from the first call
+    rather than recomputed.  The values are exactly those a fresh evaluation gives;
+    the store lives for one ``_phase_table`` call (gpu, model, calibration fixed)."""
+
+    def __init__(self, configs: int) -> None:
+        self._arrays: dict[tuple, np.ndarray] = {}
+        self._steps: list[tuple[np.ndarray, StepModel]] = []
+        self._configs = configs
+        self._pick: int | None = None
+
+    def chosen(self, i: int) -> _SharedRows:
+        """A view that serves configuration ``i``'s rows of what was stored."""
+        view = _SharedRows(self._configs)
+        view._arrays, view._steps, view._pick = self._arrays, self._steps, i
+        return view
+
+    def array(self, key: tuple, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """``compute()`` (a (C, K) array) for the stored configurations, or row ``i``
+        of what they stored for a :meth:`chosen` view."""
+        if self._pick is None:
+            value = compute()
+            self._arrays[key] = value
+            return value
+        full = self._arrays.get(key)
+        if full is None:
+            return compute()
+        full = np.broadcast_to(full, (self._configs,) + np.shape(full)[1:])
+        return full[self._pick:self._pick + 1]
+
+    def steps(self, samples: np.ndarray, compute: Callable[[], StepModel]) -> StepModel:
+        """``compute()`` (a step model at lattice ``samples``), or configuration ``i``'s
+        coefficients at the first ``len(samples)`` stored samples (a prefix of the
+        lattice, so those are the same batch sizes)."""
+        if self._pick is None:
+            value = compute()
+            self._steps[:] = [(samples, value)]
+            return value
+        k = len(samples)
+        if not self._steps or len(self._steps[0][0]) < k \
+                or not np.array_equal(self._steps[0][0][:k], samples):
+            return compute()
+        full_samples, sm = self._steps[0]
+        shape = (self._configs, len(full_samples))
+        i = self._pick
+        return sm._map(lambda a: np.broadcast_to(a, shape)[i:i + 1, :k])
+
+
+def _rows(rows: _SharedRows | None) -> _SharedRows:
+    return rows if rows is not None else _SharedRows(0)
+
+
+def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all,
+                 rows: _SharedRows | None = None):
     """Prefill throughput per length: dp attention groups each run forward passes that
     fill a token budget (``perfmodel.prefill``); TTFT is the pass time, times the
     lockstep wait of an MoE model's attention-DP groups (:func:`is_lockstep`).
@@ -311,11 +372,14 @@ def _prefill_rps(gpu, model, grid, shape, slo, calib, s_all):
     limit = None
     if slo.ttft_ms is not None:  # the ceiling on a pass, the wait taken off it
         limit = slo.ttft_ms * 1e-3 / wait if wait is not None else slo.ttft_ms * 1e-3
-    best_t = best_k = None
+    best_t: Any = None
+    best_k: Any = None
     for f in fractions:
         k = batched_prompts(samples, h, calib, f)[None, :]
-        t = prefill_pass_time(gpu, model, samples[None, :], grid.tp, grid.dp, grid.ep, h,
-                              calib, k)
+        t = _rows(rows).array(
+            ("pass", f, samples.size, samples[-1]),
+            partial(prefill_pass_time, gpu, model, samples[None, :], grid.tp, grid.dp,
+                    grid.ep, h, calib, k))
         per_request = np.exp(_interp_rows(samples, np.log(t / k), s_all[0])).astype(np.float32)
         k_all = batched_prompts(s_all, h, calib, f).astype(np.float32)
         k_all = np.broadcast_to(k_all, per_request.shape)
@@ -359,10 +423,12 @@ class _BatchSteps:
     """Step-model coefficients at lattice batch sizes (C, K), read at any batch by
     linear interpolation between the two neighbouring lattice points."""
 
-    def __init__(self, gpu, model, grid, calib, max_batch: int, dtype):
+    def __init__(self, gpu, model, grid, calib, max_batch: int, dtype,
+                 rows: _SharedRows | None = None):
         self.samples = _batch_samples(max_batch).astype(dtype)
-        sm = step_model(gpu, model, self.samples.astype(float)[None, :], grid.tp, grid.dp,
-                        grid.ep, calib)
+        sm = _rows(rows).steps(self.samples, lambda: step_model(
+            gpu, model, self.samples.astype(float)[None, :], grid.tp, grid.dp, grid.ep,
+            calib))
         self.rows, self.k = len(grid), len(self.samples)
         shape = (self.rows, self.k)
         self.flat = sm._map(lambda a: np.ascontiguousarray(
@@ -383,7 +449,7 @@ class _BatchSteps:
         return self.flat._map(lerp)
 
 
-def _decode_rps(gpu, model, grid, shape, slo, calib, s):
+def _decode_rps(gpu, model, grid, shape, slo, calib, s, rows: _SharedRows | None = None):
     """Decode requests/s, TPOT (ms) and batch per (configuration, length).
 
     Steady batch (the planner): each sequence of length ``s`` holds ``s + g(s)`` tokens
@@ -402,7 +468,7 @@ def _decode_rps(gpu, model, grid, shape, slo, calib, s):
                               engine_batch_cap(gpu, model, calib))
     # The step model depends on the batch only through per-batch coefficients, so it is
     # built once on a lattice of batch sizes and read per (configuration, length).
-    per_batch = _BatchSteps(gpu, model, grid, calib, int(batch.max()), s.dtype)
+    per_batch = _BatchSteps(gpu, model, grid, calib, int(batch.max()), s.dtype, rows)
     context = s + (held if steady else 0.5 * d)
     if slo.tpot_ms is not None:
         batch = np.where(slo.exempt(s), batch,
@@ -428,8 +494,10 @@ def _cap_batch_for_tpot(per_batch, batch, context, tpot_ms):
     return lo
 
 
-def _phase_table(phase, compute, gpu, size, model, grid, shape, slo, calib) -> PhaseTable:
-    """Evaluate the configurations whose weights fit, choose c*, keep c*'s rows."""
+def _phase_table(phase, compute, gpu, size, model, grid, shape, slo, calib,
+                 selection: tuple[np.ndarray, np.ndarray] | None = None) -> PhaseTable:
+    """Evaluate the configurations whose weights fit, choose c*, keep c*'s rows.
+    ``selection``: :func:`_selection_lengths` of ``shape``, if already computed."""
     weights = weight_bytes_per_gpu(model, grid.tp, grid.dp, grid.ep)
     fits = (weights <= usable_bytes(gpu, calib, model, grid.tp))[:, 0]
     deviation = np.ones(len(grid))  # a configuration that does not fit serves nothing
@@ -437,17 +505,20 @@ def _phase_table(phase, compute, gpu, size, model, grid, shape, slo, calib) -> P
     if fits.any():
         sub = ConfigGrid.of([c for c, ok in zip(grid.configs, fits, strict=True) if ok])
         s_all = _lengths(shape)
+        rows = None
         if len(sub) > 1:
-            s_sel, weights = _selection_lengths(shape)
+            s_sel, weights = selection or _selection_lengths(shape)
+            shared = _SharedRows(len(sub))
             # chosen under the ceilings alone: best-effort lengths change no choice
-            rps_sel = compute(gpu, model, sub, shape, slo.strict, calib, s_sel)[0]
+            rps_sel = compute(gpu, model, sub, shape, slo.strict, calib, s_sel, shared)[0]
             i, weighted = _choose(rps_sel, weights, cover=shape.steady)
             deviation[fits] = weighted
             chosen = ConfigGrid.of([sub.configs[i]])
+            rows = shared.chosen(i)
         else:
             deviation[fits] = 0.0
             chosen = sub
-        rps, latency, batch = compute(gpu, model, chosen, shape, slo, calib, s_all)
+        rps, latency, batch = compute(gpu, model, chosen, shape, slo, calib, s_all, rows)
         rps[:, 0] = 0.0
         if np.any(rps[0] > 0):
             return PhaseTable(phase, chosen.configs[0], rps[0].astype(float),
@@ -504,8 +575,11 @@ def benchmark_island(gpu: GPU, size: int, model: ModelSpec, shape: WorkloadShape
     grid = ConfigGrid.of(configs)
     # The phases are built one after the other: their kernel evaluations are many small
     # array operations, for which a second thread only adds contention on the GIL.
-    prefill = _phase_table("prefill", _prefill_rps, gpu, size, model, grid, shape, slo, calib)
-    decode = _phase_table("decode", _decode_rps, gpu, size, model, grid, shape, slo, calib)
+    selection = _selection_lengths(shape) if len(grid) > 1 else None
+    prefill = _phase_table("prefill", _prefill_rps, gpu, size, model, grid, shape, slo, calib,
+                           selection)
+    decode = _phase_table("decode", _decode_rps, gpu, size, model, grid, shape, slo, calib,
+                          selection)
     table = IslandTable(gpu.name, size, model.name, prefill, decode)
     _CACHE[key] = table
     return table
