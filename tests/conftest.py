@@ -2,12 +2,60 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import pickle
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+
+def _perfmodel_digest() -> str:
+    """Digest of everything the validation table reads: the perfmodel package's code and
+    data files."""
+    h = hashlib.blake2b(digest_size=16)
+    root = REPO / "perfmodel"
+    for f in sorted(root.rglob("*")):
+        if f.is_file() and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _validation_table_once_per_run(tmp_path_factory, worker_id):
+    """Score the validation table (every published row with its flips: minutes on two
+    cores) once per test run rather than once per xdist worker.  The first worker to ask
+    scores it under a file lock and leaves a pickle named by :func:`_perfmodel_digest`
+    in the run's shared temporary folder; a worker that asks later loads it.  Each
+    process still keeps its own copy (``perfmodel.validation.table`` hands out copies)."""
+    from perfmodel import validation
+
+    root = tmp_path_factory.getbasetemp()
+    if worker_id != "master":  # each worker's basetemp sits in the run's folder
+        root = root.parent
+    real = validation._table
+
+    @lru_cache(maxsize=1)
+    def shared():
+        path = root / f"validation-table-{_perfmodel_digest()}.pickle"
+        with open(root / "validation-table.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if path.exists():
+                return pickle.loads(path.read_bytes())
+            rows = real()
+            tmp = path.with_suffix(".partial")
+            tmp.write_bytes(pickle.dumps(rows))
+            tmp.replace(path)
+            return rows
+
+    validation._table = shared
+    yield
+    validation._table = real
 
 
 #: A two-type inventory small enough for end-to-end CLI and plan tests.
