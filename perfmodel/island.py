@@ -302,47 +302,42 @@ class _SharedRows:
     rather than recomputed.  The values are exactly those a fresh evaluation gives;
     the store lives for one ``_phase_table`` call (gpu, model, calibration fixed)."""
 
-    def __init__(self, configs: int) -> None:
-        self._arrays: dict[tuple, np.ndarray] = {}
-        self._steps: list[tuple[np.ndarray, StepModel]] = []
+    def __init__(self, configs: int, source: _SharedRows | None = None,
+                 pick: int = 0) -> None:
         self._configs = configs
-        self._pick: int | None = None
+        self._arrays: dict[tuple, np.ndarray] = {}
+        self._steps: tuple[np.ndarray, StepModel] | None = None
+        self._source = source  # the store a chosen() view reads from
+        self._pick = pick
 
     def chosen(self, i: int) -> _SharedRows:
-        """A view that serves configuration ``i``'s rows of what was stored."""
-        view = _SharedRows(self._configs)
-        view._arrays, view._steps, view._pick = self._arrays, self._steps, i
-        return view
+        """A view that serves configuration ``i``'s rows of what this store holds."""
+        return _SharedRows(self._configs, self, i)
 
     def array(self, key: tuple, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        """``compute()`` (a (C, K) array) for the stored configurations, or row ``i``
-        of what they stored for a :meth:`chosen` view."""
-        if self._pick is None:
-            value = compute()
-            self._arrays[key] = value
+        """``compute()`` (a (C, K) array), stored; or, for a :meth:`chosen` view, row
+        ``i`` of what the store holds under ``key``."""
+        if self._source is None:
+            self._arrays[key] = value = compute()
             return value
-        full = self._arrays.get(key)
+        full = self._source._arrays.get(key)
         if full is None:
             return compute()
         full = np.broadcast_to(full, (self._configs,) + np.shape(full)[1:])
         return full[self._pick:self._pick + 1]
 
     def steps(self, samples: np.ndarray, compute: Callable[[], StepModel]) -> StepModel:
-        """``compute()`` (a step model at lattice ``samples``), or configuration ``i``'s
-        coefficients at the first ``len(samples)`` stored samples (a prefix of the
-        lattice, so those are the same batch sizes)."""
-        if self._pick is None:
-            value = compute()
-            self._steps[:] = [(samples, value)]
-            return value
-        k = len(samples)
-        if not self._steps or len(self._steps[0][0]) < k \
-                or not np.array_equal(self._steps[0][0][:k], samples):
+        """``compute()`` (a step model at lattice ``samples``), stored; or, for a
+        :meth:`chosen` view, configuration ``i``'s coefficients at the first
+        ``len(samples)`` stored samples (a prefix of the lattice: the same batches)."""
+        if self._source is None:
+            self._steps = (samples, compute())
+            return self._steps[1]
+        stored, k = self._source._steps, len(samples)
+        if stored is None or not np.array_equal(stored[0][:k], samples):
             return compute()
-        full_samples, sm = self._steps[0]
-        shape = (self._configs, len(full_samples))
-        i = self._pick
-        return sm._map(lambda a: np.broadcast_to(a, shape)[i:i + 1, :k])
+        shape, i = (self._configs, len(stored[0])), self._pick
+        return stored[1]._map(lambda a: np.broadcast_to(a, shape)[i:i + 1, :k])
 
 
 def _rows(rows: _SharedRows | None) -> _SharedRows:

@@ -126,21 +126,22 @@ def _ring(ks: KernelSet, kind: str, nbytes, group, domain: int):
     nbytes = np.asarray(nbytes, float)
     shape = np.broadcast_shapes(np.shape(group), np.shape(nbytes))
     share = 1.0 if kind == "allreduce" else 0.5
+
+    def priced(b, g: float) -> np.ndarray:
+        return share * np.asarray(ks.allreduce(b, int(g), nodes=int(np.ceil(g / domain))),
+                                  float)
+
     sizes = np.unique(group)
     wide = sizes[sizes > 1]
     if len(sizes) == 1 and len(wide) == 1:  # one group size: no per-size masks
-        g = float(wide[0])
-        out = np.broadcast_to(share * np.asarray(ks.allreduce(
-            nbytes, int(g), nodes=int(np.ceil(g / domain))), float), shape)
+        out = np.broadcast_to(priced(nbytes, wide[0]), shape)
     else:
         out = np.zeros(shape)
         full = np.broadcast_to(nbytes, shape)
         groups = np.broadcast_to(group, shape)
         for g in wide:
             sel = groups == g  # price only the elements of this group size
-            nodes = int(np.ceil(g / domain))
-            out[sel] = share * np.asarray(ks.allreduce(full[sel], int(g), nodes=nodes),
-                                          float)
+            out[sel] = priced(full[sel], g)
     sent = nbytes * share * 2.0 * np.maximum(group - 1.0, 0.0) / np.maximum(group, 1.0)
     return out, sent + 0.0 * out
 
