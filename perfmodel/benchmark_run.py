@@ -74,6 +74,7 @@ import heapq
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 
 import numpy as np
 
@@ -91,6 +92,8 @@ DP_BALANCE = {"sglang": "round_robin", "trtllm": "least_loaded", "vllm": "least_
 RULES = ("round_robin", "least_loaded")
 #: Event kinds of the run.
 _PASS_END, _START, _ARRIVE, _STEP_DONE = 0, 1, 2, 3
+#: A decode worker's leavers (step, request, group) ordered group by group.
+_BY_GROUP = itemgetter(2, 0, 1)
 
 
 @dataclass(frozen=True)
@@ -194,12 +197,15 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
     # groups are numbered worker by worker; a lockstep unit is ``unit`` consecutive ones
     dp_p, dp_d = route_p.unit, route_d.unit
     to_prefill, to_decode = _Router(route_p), _Router(route_d)
-    outs = output_lengths(mean_osl, n)
+    # Python numbers throughout: numpy scalars would give the same values, several
+    # times slower per operation, and the loop below does millions of them
+    outs: list[int] = output_lengths(mean_osl, n).tolist()
     q_max, b_max = len(pass_s), len(step_s)
     # (time, order, kind, worker or request, version): plain tuples, ordered by time and
     # then by the order they were pushed in (deterministic ties)
     events: list[tuple[float, int, int, int, int]] = []
     order = 0
+    arriving: list[list[int]] = []  # an _ARRIVE event's requests, by its ``who``
     # prefill, per group: prompts waiting and in the pass under way; per worker: whether
     # a pass is under way, and whether an idle worker's start is pending at this instant
     waiting: list[list[int]] = [[] for _ in range(route_p.groups)]
@@ -226,8 +232,8 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
     # the worker's step time since its batch last changed: a batch changes only between
     # an advance and the reschedule that follows it, which sets this
     step_now = [0.0] * workers_d
-    sent = np.zeros(n)
-    ttft = np.zeros(n)
+    sent = [0.0] * n
+    ttft = [0.0] * n
     last_done = 0.0
     issued = 0
 
@@ -300,12 +306,16 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
     while events:
         now, _, kind, who, ver = heapq.heappop(events)
         if kind == _PASS_END:
+            ready: list[int] = []
             for g in range(who * dp_p, (who + 1) * dp_p):
                 for r in in_pass[g]:
                     ttft[r] = now + t_kv - sent[r]
-                    push(now + t_kv, _ARRIVE, r)
+                ready += in_pass[g]
                 p_load[g] -= len(in_pass[g])
                 in_pass[g] = []
+            if ready:  # the pass's prompts reach decode together: one event for all
+                push(now + t_kv, _ARRIVE, len(arriving))
+                arriving.append(ready)
             p_busy[who] = False
             if waits(who):
                 start_pass(who, now)
@@ -314,15 +324,24 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
             if not p_busy[who] and waits(who):
                 start_pass(who, now)
         elif kind == _ARRIVE:
-            g = to_decode.pick(d_load)
-            w = g // dp_d
-            d_load[g] += 1
-            advance(w, now)
-            if batch[g] >= b_max:
-                queued[g].append(who)
-                continue
-            join(w, g, who)
-            reschedule(w, now)
+            # Each arrival used to be its own event, rescheduling its worker; the events
+            # were consecutive in the queue, so taking them together and rescheduling
+            # each worker once, in the order of its last join, leaves the same events.
+            touched: dict[int, None] = {}
+            for r in arriving[who]:
+                g = to_decode.pick(d_load)
+                w = g // dp_d
+                d_load[g] += 1
+                advance(w, now)
+                if batch[g] >= b_max:
+                    queued[g].append(r)
+                    continue
+                join(w, g, r)
+                touched.pop(w, None)
+                touched[w] = None
+            arriving[who] = []
+            for w in touched:
+                reschedule(w, now)
         elif ver == version[who]:  # _STEP_DONE, not stale
             w = who
             advance(w, now)
@@ -332,7 +351,8 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
                 done.append(heapq.heappop(heap))
             # group by group, each group's leavers in (step, request) order, then its
             # queue refilled: the order the requests they free are issued in
-            done.sort(key=lambda e: (e[2], e[0], e[1]))
+            if len(done) > 1:
+                done.sort(key=_BY_GROUP)
             for k, (_, _, g) in enumerate(done):
                 leave(w, g)
                 d_load[g] -= 1
@@ -343,7 +363,7 @@ def _run(route_p: Routing, pass_s: tuple[float, ...], t_kv: float, route_d: Rout
                     while queued[g] and batch[g] < b_max:
                         join(w, g, queued[g].popleft())
             reschedule(w, now)
-    return BenchmarkRun(float(outs.sum()) / last_done, float(ttft.mean()), float(last_done))
+    return BenchmarkRun(float(sum(outs)) / last_done, float(np.mean(ttft)), float(last_done))
 
 
 __all__ = ["DP_BALANCE", "RANGE_RATIO", "RULES", "SEED", "BenchmarkRun", "Routing",
