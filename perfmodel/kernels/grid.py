@@ -70,11 +70,15 @@ class LogGrid:
         base: np.ndarray | int = 0
         fracs = []
         for d, u in enumerate(coords):
-            x = (np.asarray(u, dtype=float) - self.lo[d]) * (1.0 / self.step[d])
-            x = np.minimum(np.maximum(x, 0.0), shape[d] - 1.000001)
+            x = np.array(u, dtype=float)  # a copy: in place from here
+            x -= self.lo[d]
+            x *= 1.0 / self.step[d]
+            np.maximum(x, 0.0, out=x)
+            np.minimum(x, shape[d] - 1.000001, out=x)
             i = x.astype(np.intp)
-            base = base + i * strides[d]
-            fracs.append(x - i)
+            base = base + i * strides[d] if d else i * strides[d]
+            x -= i
+            fracs.append(x)
         base = np.asarray(base)
         # all corners in one gather: (2^D, *shape), last coordinate varying fastest
         vals = np.take(flat, offsets.reshape((-1,) + (1,) * base.ndim) + base)

@@ -242,8 +242,13 @@ class KernelSet:
         m = np.asarray(m, float)
         full = np.broadcast_shapes(m.shape, *(np.shape(n) for n, _ in shapes),
                                    *(np.shape(k) for _, k in shapes))
-        n = np.stack([np.broadcast_to(np.asarray(n, float), full) for n, _ in shapes])
-        k = np.stack([np.broadcast_to(np.asarray(k, float), full) for _, k in shapes])
+        # one (len(shapes), *full) array per operand, filled row by row (broadcasting
+        # assignment: cheaper than stacking broadcast views)
+        n = np.empty((len(shapes),) + full)
+        k = np.empty((len(shapes),) + full)
+        for i, (n_i, k_i) in enumerate(shapes):
+            n[i] = n_i
+            k[i] = k_i
         return self.gemm(m, n, k, kind).sum(axis=0)
 
     def moe(self, tokens, hidden, inter, topk, experts, ep, kind: str):

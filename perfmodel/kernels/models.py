@@ -14,6 +14,7 @@ Three forms cover every operation (the fits are in :mod:`perfmodel.kernels.fit`)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -97,10 +98,21 @@ class CurveModel:
         b = np.maximum(np.asarray(nbytes, float), 1.0)
         u = np.log2(b)
         t = np.exp(np.interp(u, self.log2_bytes, self.log_t))
+        x1, t1, slope = self._tail
+        return np.where(b > x1, t1 + (b - x1) * slope, t)
+
+    @cached_property
+    def _tail(self) -> tuple[float, float, float]:
+        """(bytes, seconds) of the last node and the last segment's seconds per byte,
+        the linear extrapolation beyond it (computed once per curve)."""
         x1, x0 = 2.0 ** self.log2_bytes[-1], 2.0 ** self.log2_bytes[-2]
         t1, t0 = np.exp(self.log_t[-1]), np.exp(self.log_t[-2])
-        slope = max((t1 - t0) / (x1 - x0), 0.0)
-        return np.where(b > x1, t1 + (b - x1) * slope, t)
+        return x1, t1, max((t1 - t0) / (x1 - x0), 0.0)
+
+    @cached_property
+    def floor(self) -> float:
+        """Seconds of the smallest measured message: the curve's latency floor."""
+        return float(np.exp(self.log_t[0]))
 
     def bus_bandwidth(self) -> float:
         """Bytes/s of the largest measured message (its marginal rate)."""

@@ -11,6 +11,8 @@ datasheet and the rest of the measured time is kept, scaled by the SM count
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from perfmodel.kernels import ops
@@ -108,6 +110,12 @@ def network_allreduce_floor(gpus: int, nodes: int) -> float:
     return (NCCL_TREE_LL_BASE_US + hops) * 1e-6
 
 
+@lru_cache(maxsize=256)
+def _nearest_count(counts: tuple[int, ...], gpus: int) -> int:
+    """The measured GPU count nearest ``gpus`` in log2 (the larger on a tie)."""
+    return min(counts, key=lambda c: (abs(np.log2(c) - np.log2(gpus)), -c))
+
+
 def allreduce_time(curves: dict[int, CurveModel], nbytes, gpus: int, link_scale: float = 1.0,
                    nodes: int = 1):
     """All-reduce of ``nbytes`` across ``gpus`` GPUs on ``nodes`` scale-up domains.
@@ -121,12 +129,11 @@ def allreduce_time(curves: dict[int, CurveModel], nbytes, gpus: int, link_scale:
     """
     if gpus <= 1 or not curves:
         return np.zeros_like(np.asarray(nbytes, float))
-    counts = sorted(curves)
-    near = min(counts, key=lambda c: (abs(np.log2(c) - np.log2(gpus)), -c))
+    near = _nearest_count(tuple(sorted(curves)), gpus)
     curve = curves[near]
     ring = (2.0 * (gpus - 1) / gpus) / (2.0 * (near - 1) / near)
     t = curve.time(nbytes)
-    floor = float(np.exp(curve.log_t[0]))
+    floor = curve.floor
     base = max(floor, network_allreduce_floor(gpus, nodes))
     return base + np.maximum(t - floor, 0.0) * ring * link_scale
 
