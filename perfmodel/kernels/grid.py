@@ -76,7 +76,7 @@ class LogGrid:
             np.maximum(x, 0.0, out=x)
             np.minimum(x, shape[d] - 1.000001, out=x)
             i = x.astype(np.intp)
-            base = base + i * strides[d] if d else i * strides[d]
+            base = base + i * strides[d]
             x -= i
             fracs.append(x)
         base = np.asarray(base)

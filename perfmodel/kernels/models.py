@@ -98,16 +98,16 @@ class CurveModel:
         b = np.maximum(np.asarray(nbytes, float), 1.0)
         u = np.log2(b)
         t = np.exp(np.interp(u, self.log2_bytes, self.log_t))
-        x1, t1, slope = self._tail
+        x0, x1, t0, t1 = self._last_segment
+        slope = max((t1 - t0) / (x1 - x0), 0.0)
         return np.where(b > x1, t1 + (b - x1) * slope, t)
 
     @cached_property
-    def _tail(self) -> tuple[float, float, float]:
-        """(bytes, seconds) of the last node and the last segment's seconds per byte,
-        the linear extrapolation beyond it (computed once per curve)."""
-        x1, x0 = 2.0 ** self.log2_bytes[-1], 2.0 ** self.log2_bytes[-2]
-        t1, t0 = np.exp(self.log_t[-1]), np.exp(self.log_t[-2])
-        return x1, t1, max((t1 - t0) / (x1 - x0), 0.0)
+    def _last_segment(self) -> tuple[float, float, float, float]:
+        """(x0, x1, t0, t1): bytes and seconds of the last two nodes, which carry the
+        curve on beyond its last node (computed once per curve)."""
+        return (2.0 ** self.log2_bytes[-2], 2.0 ** self.log2_bytes[-1],
+                np.exp(self.log_t[-2]), np.exp(self.log_t[-1]))
 
     @cached_property
     def floor(self) -> float:
@@ -116,8 +116,7 @@ class CurveModel:
 
     def bus_bandwidth(self) -> float:
         """Bytes/s of the largest measured message (its marginal rate)."""
-        x1, x0 = 2.0 ** self.log2_bytes[-1], 2.0 ** self.log2_bytes[-2]
-        t1, t0 = np.exp(self.log_t[-1]), np.exp(self.log_t[-2])
+        x0, x1, t0, t1 = self._last_segment
         return float((x1 - x0) / max(t1 - t0, 1e-12))
 
     def to_dict(self) -> dict:
