@@ -265,8 +265,10 @@ class FlowNetwork:
         # slots not yet mirrored: written only when a dense filling needs them, so the many
         # transfers that start and end between fillings cost no numpy writes
         self._unwritten: dict[int, _Transfer] = {}
-        #: resources touched by starts inside :meth:`batched` (None outside one)
-        self._deferred: list[int] | None = None
+        #: (transfer, fast-path loads, idle rate) of the starts inside :meth:`batched`
+        #: (None outside one)
+        self._deferred: list[tuple[_Transfer, tuple[tuple[int, float, float], ...],
+                                   float]] | None = None
 
     # --- background and capacities ------------------------------------------------------
 
@@ -363,9 +365,8 @@ class FlowNetwork:
         self._unwritten[slot] = t
         self._slot_t[slot] = t
         if self._deferred is not None:  # inside batched(): filled once, at its end
-            self._deferred.extend(res)
+            self._deferred.append((t, adds, idle))
             return math.inf
-        load = self._load
         if self._bg is None:
             caps = self._static_caps
         else:  # time-varying capacities: the cached idle rate and limits do not apply
@@ -373,20 +374,28 @@ class FlowNetwork:
             idle = min(caps[r & 3] / m for r, m in zip(res, w, strict=True))
             adds = tuple((r, m * idle, caps[r & 3] * (1.0 + _TOL))
                          for r, m in zip(res, w, strict=True))
+        if self._at_idle(t, adds, idle):
+            return t.finish
+        self._rebalance(res, now, caps)
+        return self.next_finish()
+
+    def _at_idle(self, t: _Transfer, adds: tuple[tuple[int, float, float], ...],
+                 idle: float) -> bool:
+        """The fast path of a start: if ``t`` at its idle rate saturates nothing that
+        others use (its own bottleneck is its alone), every other rate stays max-min and
+        ``t`` takes its idle rate in O(1) (True); else nothing changes (False)."""
+        load = self._load
         for r, load_r, limit in adds:
             if load[r] + load_r > limit:
-                self._rebalance(res, now, caps)
-                return self.next_finish()
-        # fast path: at its idle rate it saturates nothing that others use (its own
-        # bottleneck is its alone), so every other rate stays max-min
+                return False
         t.rate = idle
         for r, load_r, _ in adds:
             load[r] += load_r
-        t.finish = f = t_ref + t.rem / idle
+        t.finish = f = t.t_ref + t.rem / idle
         t.ver = 1
         self._seq = seq = self._seq + 1
         heapq.heappush(self._heap, (f, seq, t, 1))
-        return f
+        return True
 
     @contextmanager
     def batched(self, now: float) -> Iterator[None]:
@@ -398,12 +407,22 @@ class FlowNetwork:
         :meth:`next_finish` after it."""
         if self._deferred is not None:
             raise RuntimeError("FlowNetwork.batched() does not nest")
-        seeds: list[int] = []
-        self._deferred = seeds
+        started: list[tuple[_Transfer, tuple[tuple[int, float, float], ...], float]] = []
+        self._deferred = started
         try:
             yield
         finally:
             self._deferred = None
+        # Most passes finish one prompt, or prompts whose paths are idle: each takes the
+        # start's fast path in order, as one-by-one starts would.  From the first that
+        # cannot, the rest are filled together (the filling walks their component,
+        # which includes any fast-pathed transfer they share a resource with).
+        seeds: list[int] = []
+        for j, (t, adds, idle) in enumerate(started):
+            if self._bg is not None or not self._at_idle(t, adds, idle):
+                for t2, _, _ in started[j:]:
+                    seeds.extend(t2.res)
+                break
         if seeds:
             self._rebalance(seeds, float(now), self._caps(float(now)))
 
