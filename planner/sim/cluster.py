@@ -134,6 +134,13 @@ def prefill_split(prefill_s: np.ndarray) -> tuple[list[float], float, float]:
     return lin.tolist(), a, max(tail, 0.0)
 
 
+def prefill_linear(lin: list[float], tail: float, n: int) -> float:
+    """``L(n)``, the part of :func:`prefill_split` linear in ``n`` new tokens: the
+    table's entry, or beyond the table its last entry plus ``tail`` per token."""
+    last = len(lin) - 1
+    return lin[n] if n <= last else lin[last] + (n - last) * tail
+
+
 def parse_config(text: Any, size: int, where: str) -> tuple[int, int, int]:
     """``"tpX-dpY-epZ"`` -> (tp, dp, ep), checking tp * dp == size."""
     cfg = parse_parallel(text, size, where)
@@ -282,5 +289,5 @@ def cluster_from_deployment(dep: Deployment, *, network: NetworkSpec = DEFAULT_N
 
 
 __all__ = ["DEFAULT_MAX_INPUT", "cluster_from_deployment", "cluster_from_plan",
-           "make_cluster", "make_island", "parse_config", "plan_calibration", "prefill_split",
-           "step_time", "steps_time", "steps_until"]
+           "make_cluster", "make_island", "parse_config", "plan_calibration",
+           "prefill_linear", "prefill_split", "step_time", "steps_time", "steps_until"]

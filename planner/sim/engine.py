@@ -42,73 +42,8 @@ each prompt to a rank on arrival, so if anything it flatters the lockstep's cost
 ``prefill_lockstep=False`` lets every group take the head of the queue when it is free,
 as a dense model's groups (which share no collective) always do.
 
-**Decode islands.**  Continuous batching (Orca, vLLM): at each iteration boundary the
-island admits queued requests FCFS while the batch is below ``max_batch`` and their KV
-fits (context plus one step of growth for the whole batch); every running sequence then
-gains one token per step; each step takes ``step_time`` at group batch ``ceil(n / dp)``
-(the slowest group, the groups being synchronised by the MoE all-to-all) and the
-batch's mean context.  When the KV cache cannot hold the next step, the most recently
-admitted request is preempted (vLLM's recompute policy), requeued at the front, and
-pays a prefill of its whole context when readmitted.
-
-**Colocated islands: chunked prefill.**  A ``both`` island runs as aggregated engines
-do by default -- vLLM (V1) and TRT-LLM with chunked prefill, the stall-free batching of
-Sarathi-Serve (Agrawal et al., OSDI 2024) -- and as the perf model's colocated table
-assumes (:mod:`perfmodel.colocated` on :func:`perfmodel.aggregated.mixed_pass`: every
-pass generates a token for each running sequence and prefills prompt chunks in the
-same forward pass).  Each iteration has a token budget per attention group (the
-island's ``token_budget``, else ``prefill_token_budget``: vLLM's
-``max_num_batched_tokens``, the perf model's ``EngineProfile.prefill_token_budget``).
-The running decodes take one token each first; the rest goes to prompt chunks FCFS --
-the prompts already being prefilled, in admission order, then new admissions from the
-island's queue while budget is left, the batch (prefilling sequences included, as
-vLLM's ``max_num_seqs``) is below ``max_batch`` and their whole context's KV fits (it
-is reserved at admission, as SGLang does; vLLM allocates it chunk by chunk).  A prompt's
-first token comes out of the iteration that computes its last chunk (that pass samples
-it); from the next one it decodes a token per iteration.  The iteration costs what the
-mixed pass charges, from the island's own tables: the decode step of its ``b`` decode
-rows at their mean context, plus the GEMMs, collectives and overheads of the chunks'
-``c`` tokens on top of those rows, ``L(b + c) - L(b)``, plus the chunks' causal
-attention ``a sum (P(p_1) - P(p_0))`` (chunk ``[p_0, p_1)`` of its prompt); without
-decodes it is a prefill pass, so a lone prompt within the budget costs ``prefill_s[s]``.
-An engine that does not mix them (SGLang's default scheduler,
-``SimIsland.mixed_prefill`` off) gives the prompt chunks the whole budget in a pass of
-their own, ``L(c)`` plus their attention, and the decodes gain no token in it.
-Why this policy: it is what the engines run and what the plan priced -- with whole
-prompts prefilled inside the iteration (Orca, vLLM without chunked prefill) a long
-prompt stalled every running decode for its whole prefill, every admission paid a
-separate pass (the weights read twice), and a ``dp``-group island prefilled all its
-admissions as one serial pass, so a 4 x H100 island of Llama-3.1-8B sustained a third
-of its planned rate (issue 28; docs/simulation.md has the measured agreement).
-
-A dense model's ``dp`` data-parallel replicas share no collective: each is an engine
-of its own (``max_batch / dp`` sequences, ``1 / dp`` of the KV, its own budget), and the
-island spreads its arrivals over them as vLLM's data-parallel front end does (the
-fewest ``4 waiting + running``).  MoE groups step together (the expert all-to-all): one
-batch of ``ceil(n / dp)`` decode rows per group, a prompt's chunk within one group's
-budget, and the iteration costs the slowest group's pass (the larger of the biggest
-chunk and an even share of the chunk tokens).  Preemption is the decode islands'
-(LIFO victim, recompute): a victim still being prefilled loses its chunks, and a
-recomputed context is prefilled in chunks again, its next token coming from the
-iteration that finishes it.  Islands without a layer model -- the seed-001 chains of
-:mod:`planner.sim.pipeline_cluster`, whose prefill table and budget already stand for
-their parallel prefill groups -- keep the whole-prompt iteration they were built for,
-as do islands with ``SimIsland.chunked_prefill`` off (seed 004's instances, vLLM without
-chunked prefill): newly admitted prompts are prefilled inside the iteration, which
-costs their batch prefill time plus the step time, so a long prompt stalls every
-running decode -- the interference seed 004 routes around.
-
-**Epochs.**  Between two changes of the batch (an admission, a completion, a
-preemption) its composition is fixed, so the island is advanced a whole *epoch* of
-``K`` steps at once: ``K`` is the fewest remaining tokens in the batch (a per-island
-heap of finish steps) or the steps until the KV cache fills, and the time of ``K``
-steps with a linearly growing context is closed-form
-(:func:`planner.sim.cluster.steps_time`).  An arrival that can be admitted splits the
-epoch at the next iteration boundary (:func:`planner.sim.cluster.steps_until`); one that
-cannot waits for the epoch's end, when memory frees.  On a colocated island every
-iteration with prompt chunks is an event of its own, and only iterations of decodes
-alone are batched into epochs.  One heap event per epoch, not per token: that is what
-makes ~10^5 simulated requests per wall second possible.
+**Decode and colocated islands** -- continuous batching advanced in epochs,
+chunked prefill on colocated islands -- are :mod:`planner.sim.decode_batching`.
 
 **Router protocol.**  The engine is the :class:`planner.sim.protocol.ClusterView` the
 router reads.  ``HOLD`` on arrival keeps the request in a central FIFO queue whose head
@@ -135,7 +70,8 @@ import numpy as np
 
 from perfmodel.timing import STEP_COLUMNS
 from planner.core.errors import PlannerError
-from planner.sim.cluster import prefill_split, step_time, steps_time, steps_until
+from planner.sim.cluster import prefill_linear, prefill_split, step_time
+from planner.sim.decode_batching import EPOCH, KICK, DecodeBatching, Decoder, share
 from planner.sim.netflow import FlowNetwork
 from planner.sim.prefix_cache import LRUBlockCache
 from planner.sim.protocol import HOLD, BaseRouter, Router, SimCluster, SimRequest, SimResult
@@ -145,7 +81,9 @@ if TYPE_CHECKING:
 
 heappush, heappop = heapq.heappush, heapq.heappop
 _perf = time.perf_counter
-_PREFILL_DONE, _NET, _EPOCH, _HOLD_RETRY, _DECODE_RETRY, _KICK = range(6)
+#: Event kinds on the heap (the decode side's EPOCH = 2 and KICK = 5 are
+#: planner.sim.decode_batching's).
+_PREFILL_DONE, _NET, _HOLD_RETRY, _DECODE_RETRY = 0, 1, 3, 4
 _INF = math.inf
 #: Column of the MoE layer count in a step-coefficient row (perfmodel.timing.STEP_COLUMNS).
 _M_COUNT = STEP_COLUMNS.index("m_count")
@@ -177,58 +115,7 @@ class _Prefill:
         self.batches: list[list[int]] = [[] for _ in range(dp)]
 
 
-class _Decoder:
-    """A decode or colocated island -- or one engine of a colocated island whose ``dp``
-    data-parallel replicas run independently (module docstring) --: continuous batching
-    advanced in epochs.  ``u`` is its index among all decoders (what its events carry),
-    ``i`` its island's."""
-
-    __slots__ = ("i", "u", "both", "queue", "running", "fin", "n", "ctx", "step", "t0", "k",
-                 "m0", "extra", "row", "ver", "active", "split", "rows", "dp", "max_batch",
-                 "cap", "lin", "a", "tail", "kick", "chunked", "budget", "w", "nd", "pctx",
-                 "pf", "done_pf", "mixed")
-
-    def __init__(self, i: int, both: bool, rows: list, dp: int, max_batch: int, cap: int,
-                 lin: list[float], a: float, tail: float, *, u: int = 0,
-                 chunked: bool = False, budget: int = 0, w: float = 1.0,
-                 mixed: bool = True) -> None:
-        self.i, self.u, self.both, self.rows, self.dp = i, u, both, rows, dp
-        self.max_batch, self.cap, self.lin, self.a, self.tail = max_batch, cap, lin, a, tail
-        self.queue: deque[int] = deque()
-        self.running: dict[int, None] = {}  # insertion order = admission order (LIFO victim)
-        self.fin: list[tuple[int, int, int]] = []  # (finish step, admission id, request)
-        self.n = 0  # running sequences (a chunked island: prefilling ones included)
-        self.ctx = 0  # sum of their contexts = KV tokens in use
-        self.step = 0  # iterations done so far (global step counter of the island)
-        self.t0 = self.extra = self.m0 = 0.0
-        self.k = 0
-        self.row = rows[0]
-        self.ver = 0
-        self.active = False
-        self.split = False
-        self.kick = False  # an idle island's first iteration is scheduled
-        # chunked prefill (colocated islands with a layer model, _boundary_chunked)
-        self.chunked = chunked
-        self.budget = budget  # tokens per iteration and attention group
-        self.mixed = mixed  # prompt chunks share the decodes' iteration (else a pass alone)
-        self.w = w  # share of the island in the busy timeline
-        self.nd = 0  # decoding sequences (the rest of the n are prefilling)
-        self.pctx = 0  # KV tokens reserved by the prefilling ones (their whole context)
-        self.pf: dict[int, None] = {}  # prefilling sequences, admission order
-        self.done_pf: list[int] = []  # those whose last chunk runs in this iteration
-
-
-def _share(total: int, parts: int, k: int) -> int:
-    """Part ``k`` of ``total`` split into ``parts`` near-equal integers (at least 1)."""
-    return max(total // parts + (1 if k < total % parts else 0), 1)
-
-
-def _lin(lin: list[float], tail: float, n: int) -> float:
-    last = len(lin) - 1
-    return lin[n] if n <= last else lin[last] + (n - last) * tail
-
-
-class Simulation:
+class Simulation(DecodeBatching):
     """One run; also the :class:`ClusterView` the router sees (live state)."""
 
     def __init__(self, cluster: SimCluster, requests: Sequence[SimRequest], router: Router, *,
@@ -258,9 +145,9 @@ class Simulation:
                                fair_sharing=fair_sharing, gpus=[x.size for x in isl],
                                group_gpus=[x.tp for x in isl])
         self._pre: list[_Prefill | None] = [None] * n_isl
-        self._dec: list[_Decoder | None] = [None] * n_isl  # an island's (first) decoder
-        self._engines: list[list[_Decoder]] = [[] for _ in range(n_isl)]  # all of them
-        self._units: list[_Decoder] = []  # every decoder, by _Decoder.u
+        self._dec: list[Decoder | None] = [None] * n_isl  # an island's (first) decoder
+        self._engines: list[list[Decoder]] = [[] for _ in range(n_isl)]  # all of them
+        self._units: list[Decoder] = []  # every decoder, by Decoder.u
         split_cache: dict[int, tuple] = {}
         for x in isl:
             key = id(x.prefill_s)
@@ -287,15 +174,14 @@ class Simulation:
                 dp = x.dp if engines == 1 else 1
                 units = []
                 for e in range(engines):
-                    units.append(_Decoder(
-                        x.index, both, rows, dp, _share(x.max_batch, engines, e),
-                        _share(x.kv_capacity_tokens, engines, e), lin, a, tail,
+                    units.append(Decoder(
+                        x.index, both, rows, dp, share(x.max_batch, engines, e),
+                        share(x.kv_capacity_tokens, engines, e), lin, a, tail,
                         u=len(self._units), chunked=chunked, budget=budget, w=1.0 / engines,
                         mixed=x.mixed_prefill))
                     self._units.append(units[-1])
                 self._dec[x.index] = units[0]
                 self._engines[x.index] = units
-        self._arrival_ok = [x.role in ("prefill", "both") for x in isl]
         self._arrival_ok = [x.role in ("prefill", "both") for x in isl]
         self._decode_ok = [x.role == "decode" for x in isl]
         self._kvb = [float(x.kv_bytes_per_token) for x in isl]
@@ -471,7 +357,8 @@ class Simulation:
             s, h = req.input_len, self._pf_hit[pos]
             g = p.free.pop()
             p.batches[g] = [pos]
-            t_end = now + _lin(p.lin, p.tail, s - h) + p.a * 0.5 * (s * (s + 1.0) - h * (h + 1.0))
+            t_end = (now + prefill_linear(p.lin, p.tail, s - h)
+                     + p.a * 0.5 * (s * (s + 1.0) - h * (h + 1.0)))
             self.busy.append((i, now, t_end, 1.0 / p.dp))
             self._work += 1
             self._seq = seq = self._seq + 1
@@ -501,7 +388,7 @@ class Simulation:
             reqs[pos].t_prefill_start = now
         g = p.free.pop()
         p.batches[g] = batch
-        t_end = now + _lin(p.lin, p.tail, new) + p.a * pairs
+        t_end = now + prefill_linear(p.lin, p.tail, new) + p.a * pairs
         self.busy.append((p.i, now, t_end, 1.0 / p.dp))
         self._work += 1
         self._push(t_end, _PREFILL_DONE, p.i, g)
@@ -548,7 +435,7 @@ class Simulation:
             else:
                 k += 1
         used = [g for g in range(p.dp) if p.batches[g]]
-        t_end = now + max(_lin(p.lin, p.tail, new[g]) + p.a * pairs[g] for g in used)
+        t_end = now + max(prefill_linear(p.lin, p.tail, new[g]) + p.a * pairs[g] for g in used)
         for _ in used:
             self.busy.append((p.i, now, t_end, 1.0 / p.dp))
         p.running = len(used)
@@ -642,7 +529,7 @@ class Simulation:
     def _kv_arrived(self, pos: int) -> None:
         req = self.reqs[pos]
         req.t_kv_end = self.now
-        d = cast(_Decoder, self._dec[req.decode_island])  # routed to a decode island
+        d = cast(Decoder, self._dec[req.decode_island])  # routed to a decode island
         if self.caches is not None and req.prefix_hashes:
             self.caches[d.i].touch(req.prefix_hashes)
         t = self._tok[pos]
@@ -650,349 +537,6 @@ class Simulation:
         if self._on_transfer is not None:
             self._on_transfer(req, req.prefill_island, d.i)
         self._dec_enqueue(d, pos, req.input_len + t)
-
-    # ----------------------------------------------------------------- decode
-    def _dec_enqueue(self, d: _Decoder, pos: int, ctx: int) -> None:
-        d.queue.append(pos)
-        if not d.active:
-            # start at the end of this instant, so simultaneous arrivals share the iteration
-            if not d.kick:
-                d.kick = True
-                self._push(self.now, _KICK, d.u, 0)
-        elif (not d.split and len(d.queue) == 1 and d.n < d.max_batch
-              and d.ctx + d.k * d.n + ctx + d.n + 1 <= d.cap):
-            # admissible now: end the epoch at the next iteration boundary
-            k = steps_until(d.row, d.m0, d.k, self.now - d.t0 - d.extra)
-            if k < d.k:
-                d.k = k
-                d.ver += 1
-                d.split = True
-                self._push(d.t0 + d.extra + steps_time(d.row, d.m0, k), _EPOCH, d.u, d.ver)
-
-    def _boundary(self, d: _Decoder) -> None:
-        """End the running epoch (if any) at ``now``, then admit and start the next."""
-        now, reqs, tok, adm = self.now, self.reqs, self._tok, self._adm_id
-        i = d.i
-        n, ctx_sum, step, cap = d.n, d.ctx, d.step, d.cap
-        fin, running = d.fin, d.running
-        if d.active:
-            k = d.k
-            step += k
-            ctx_sum += k * n
-            self._out[i] -= k * n
-            self.busy.append((i, d.t0, now, 1.0))
-            done, held = self._retire(fin, running, step)
-            n -= done
-            ctx_sum -= held
-            d.active = False
-            self._work -= 1
-        preempted = False
-        while n and ctx_sum + n > cap:  # the next step would not fit: recompute policy
-            pos, _ = running.popitem()
-            t = tok[pos] + step - self._adm_step[pos]
-            tok[pos] = t
-            req = reqs[pos]
-            req.tokens_out = t
-            req.preemptions += 1
-            n -= 1
-            ctx_sum -= req.input_len + t
-            adm[pos] = -1
-            self._recompute[pos] = True
-            d.queue.appendleft(pos)
-            preempted = True
-        queue = d.queue
-        fresh: list[int] = []
-        pf_new = 0
-        pf_pairs = 0.0
-        if queue and (not preempted or n == 0):
-            rec, hit, adm_step = self._recompute, self._pf_hit, self._adm_step
-            max_batch = d.max_batch
-            while queue and n < max_batch:
-                pos = queue[0]
-                req = reqs[pos]
-                t = tok[pos]
-                ctx = req.input_len + t
-                if ctx_sum + ctx + n + 1 > cap:
-                    if n:
-                        break
-                    queue.popleft()  # cannot fit even alone: never served
-                    self.dropped += 1
-                    continue
-                if rec[pos]:
-                    h = hit[pos] if t == 0 else 0
-                    if fresh and pf_new + ctx - h > self.budget:
-                        break
-                    pf_new += ctx - h
-                    pf_pairs += 0.5 * (ctx * (ctx + 1.0) - h * (h + 1.0))
-                    rec[pos] = False
-                    fresh.append(pos)
-                queue.popleft()
-                if t and req.t_first_token != req.t_first_token:
-                    req.t_first_token = now  # streamed by the decode island (docstring)
-                self._next_adm = aid = self._next_adm + 1
-                adm[pos] = aid
-                adm_step[pos] = step
-                running[pos] = None
-                n += 1
-                ctx_sum += ctx
-                heappush(fin, (step + req.output_len - t, aid, pos))
-        d.n, d.ctx, d.step = n, ctx_sum, step
-        if not n:
-            return
-        while adm[fin[0][2]] != fin[0][1]:  # drop entries of preempted requests
-            heappop(fin)
-        k = fin[0][0] - step
-        k_mem = (cap - ctx_sum) // n
-        if k_mem < k:
-            k = k_mem
-        row = d.rows[-(-n // d.dp)]
-        m0 = ctx_sum / n
-        extra = 0.0
-        if fresh:
-            extra = _lin(d.lin, d.tail, pf_new) + d.a * pf_pairs
-            t_first = now + extra + step_time(row, m0 + 1.0)
-            for pos in fresh:
-                req = reqs[pos]
-                if tok[pos] == 0:
-                    if self.caches is not None and req.prefix_hashes:
-                        self.caches[i].touch(req.prefix_hashes)
-                    req.t_prefill_start = now
-                    req.t_prefill_end = t_first
-                    req.t_first_token = t_first
-                    self._out[i] -= req.input_len
-        d.t0, d.extra, d.row, d.m0, d.k = now, extra, row, m0, k
-        d.active = True
-        d.split = False
-        d.ver = ver = d.ver + 1
-        self._work += 1
-        self._seq = seq = self._seq + 1
-        heappush(self._heap, (now + extra + steps_time(row, m0, k), seq, _EPOCH, d.u, ver))
-
-    def _boundary_chunked(self, d: _Decoder) -> None:
-        """A colocated island's iteration boundary under chunked prefill (module
-        docstring): end the running iteration or decode epoch at ``now``, preempt if the
-        next iteration would not fit, share the token budget -- decodes first, then the
-        prefilling prompts and new admissions FCFS -- and start the next."""
-        now, reqs, tok, adm, at = self.now, self.reqs, self._tok, self._adm_id, self._pf_at
-        i = d.i
-        n, nd, ctx_sum, pctx, step, cap = d.n, d.nd, d.ctx, d.pctx, d.step, d.cap
-        fin, running, pf, out = d.fin, d.running, d.pf, self._out
-        on_complete = self._on_complete
-        if d.active:
-            k = d.k
-            step += k
-            ctx_sum += k * nd
-            out[i] -= k * nd
-            self.busy.append((i, d.t0, now, d.w))
-            done, held = self._retire(fin, running, step)
-            n -= done
-            nd -= done
-            ctx_sum -= held
-            if d.done_pf:  # prompts whose last chunk ran: the iteration sampled a token
-                caches, adm_step = self.caches, self._adm_step
-                for pos in d.done_pf:
-                    del pf[pos]
-                    req = reqs[pos]
-                    t = tok[pos]
-                    c = req.input_len + t
-                    pctx -= c
-                    ctx_sum += 1
-                    out[i] -= 1
-                    if t == 0:
-                        req.t_prefill_end = req.t_first_token = now
-                        out[i] -= req.input_len
-                        if caches is not None and req.prefix_hashes:
-                            caches[i].touch(req.prefix_hashes)
-                    t += 1
-                    tok[pos] = t
-                    if t >= req.output_len:
-                        adm[pos] = -1
-                        del running[pos]
-                        n -= 1
-                        ctx_sum -= c + 1
-                        req.tokens_out = t
-                        req.t_done = now
-                        self.completed += 1
-                        if on_complete is not None:
-                            on_complete(req)
-                    else:
-                        nd += 1
-                        adm_step[pos] = step
-                        heappush(fin, (step + req.output_len - t, adm[pos], pos))
-                d.done_pf = []
-            d.active = False
-            self._work -= 1
-        preempted = False
-        # the next iteration grows every decode and every finishing prompt by a token
-        while n and ctx_sum + nd + len(pf) > cap:  # recompute policy, LIFO victim
-            pos, _ = running.popitem()
-            req = reqs[pos]
-            if pos in pf:  # its chunks so far are lost
-                del pf[pos]
-                c = req.input_len + tok[pos]
-                pctx -= c
-                ctx_sum -= c
-            else:
-                t = tok[pos] + step - self._adm_step[pos]
-                tok[pos] = t
-                req.tokens_out = t
-                nd -= 1
-                ctx_sum -= req.input_len + t
-            req.preemptions += 1
-            n -= 1
-            adm[pos] = -1
-            self._recompute[pos] = True
-            d.queue.appendleft(pos)
-            preempted = True
-        # the token budget: one token per decode, the rest to prompts in admission order;
-        # each attention group has its own budget and a prompt lives on one group
-        dp = d.dp
-        ng = -(-nd // dp)
-        # an engine that runs prompt chunks as a pass of their own gives them the whole
-        # budget; the decodes wait for that pass
-        room_g = d.budget - ng if d.mixed else d.budget
-        if room_g < 1:
-            room_g = 1  # the prompts always progress
-        room = room_g * dp
-        c_tot = 0
-        c_max = 0
-        pairs = 0.0
-        done_pf = d.done_pf
-        for pos in pf:
-            a0 = at[pos]
-            left = reqs[pos].input_len + tok[pos] - a0
-            c = left if left < room_g else room_g
-            if c > room:
-                c = room
-            a1 = a0 + c
-            pairs += 0.5 * (a1 * (a1 + 1.0) - a0 * (a0 + 1.0))
-            at[pos] = a1
-            room -= c
-            c_tot += c
-            if c > c_max:
-                c_max = c
-            if c == left:
-                done_pf.append(pos)
-            if not room:
-                break
-        queue = d.queue
-        if queue and room and (not preempted or n == 0):
-            rec, hit, max_batch = self._recompute, self._pf_hit, d.max_batch
-            caches = self.caches
-            while queue and n < max_batch and room:
-                pos = queue[0]
-                req = reqs[pos]
-                t = tok[pos]
-                ctx = req.input_len + t
-                if ctx_sum + ctx + n + 1 > cap:
-                    if n:
-                        break
-                    queue.popleft()  # cannot fit even alone: never served
-                    self.dropped += 1
-                    continue
-                queue.popleft()
-                rec[pos] = False
-                self._next_adm = aid = self._next_adm + 1
-                adm[pos] = aid
-                running[pos] = None
-                pf[pos] = None
-                n += 1
-                ctx_sum += ctx
-                pctx += ctx
-                a0 = 0
-                if t == 0:  # a fresh prompt; a preempted one recomputes its whole context
-                    if req.t_prefill_start != req.t_prefill_start:
-                        req.t_prefill_start = now
-                    h = hit[pos]
-                    a0 = h if h < ctx else ctx - 1  # the last token is always computed
-                    if caches is not None and req.prefix_hashes:
-                        caches[i].touch(req.prefix_hashes)
-                left = ctx - a0
-                c = left if left < room_g else room_g
-                if c > room:
-                    c = room
-                a1 = a0 + c
-                pairs += 0.5 * (a1 * (a1 + 1.0) - a0 * (a0 + 1.0))
-                at[pos] = a1
-                room -= c
-                c_tot += c
-                if c > c_max:
-                    c_max = c
-                if c == left:
-                    done_pf.append(pos)
-        d.n, d.nd, d.ctx, d.pctx, d.step = n, nd, ctx_sum, pctx, step
-        rows = d.rows
-        if ng >= len(rows):
-            ng = len(rows) - 1
-        lin, tail = d.lin, d.tail
-        if c_tot:
-            # one iteration: the decode step of the nd rows plus the chunks' tokens -- the
-            # GEMMs and collectives of ng + rg rows (the linear part of the prefill table
-            # beyond ng rows) and the chunks' causal attention -- on the slowest group
-            if dp > 1:
-                rg = -(-c_tot // dp)
-                if c_max > rg:
-                    rg = c_max
-                if rg > room_g:
-                    rg = room_g
-                pairs *= rg / c_tot
-            else:
-                rg = c_tot
-            k = 1
-            if nd and d.mixed:
-                row = rows[ng]
-                m0 = (ctx_sum - pctx) / nd
-                dt = (step_time(row, m0 + 1.0) + _lin(lin, tail, ng + rg) - _lin(lin, tail, ng)
-                      + d.a * pairs)
-            else:  # a prefill pass: no decodes, or an engine that runs it alone (they wait)
-                if not d.mixed:
-                    k = 0  # no decode advances in it
-                row, m0 = rows[0], 0.0
-                dt = _lin(lin, tail, rg) + d.a * pairs
-        elif nd:  # decodes only: an epoch up to the next completion or a full KV cache
-            while adm[fin[0][2]] != fin[0][1]:  # drop entries of preempted requests
-                heappop(fin)
-            k = fin[0][0] - step
-            k_mem = (cap - ctx_sum) // nd
-            if k_mem < k:
-                k = k_mem
-            row = rows[ng]
-            m0 = ctx_sum / nd
-            dt = steps_time(row, m0, k)
-        else:
-            return
-        d.t0, d.extra, d.row, d.m0, d.k = now, 0.0, row, m0, k
-        d.active = True
-        d.split = False
-        d.ver = ver = d.ver + 1
-        self._work += 1
-        self._seq = seq = self._seq + 1
-        heappush(self._heap, (now + dt, seq, _EPOCH, d.u, ver))
-
-    def _retire(self, fin: list, running: dict, step: int) -> tuple[int, int]:
-        """Complete every running request whose last token is due by ``step`` (the
-        island's finish-step heap ``fin``); returns (requests done, context tokens
-        they held)."""
-        reqs, tok, adm, now = self.reqs, self._tok, self._adm_id, self.now
-        on_complete = self._on_complete
-        done = held = 0
-        while fin and fin[0][0] <= step:
-            _, aid, pos = heappop(fin)
-            if adm[pos] != aid:
-                continue  # preempted since: a stale entry
-            adm[pos] = -1
-            req = reqs[pos]
-            del running[pos]
-            done += 1
-            o = req.output_len
-            held += req.input_len + o
-            tok[pos] = o
-            req.tokens_out = o
-            req.t_done = now
-            self.completed += 1
-            if on_complete is not None:
-                on_complete(req)
-        return done, held
 
     def _complete(self, pos: int) -> None:
         req = self.reqs[pos]
@@ -1034,7 +578,7 @@ class Simulation:
             elif heap:
                 t, _, kind, a, b = pop(heap)
                 self.now = t_last = t
-                if kind == _EPOCH:
+                if kind == EPOCH:
                     d = dec[a]
                     if b == d.ver:
                         if d.chunked:
@@ -1045,7 +589,7 @@ class Simulation:
                     self._prefill_done(a, b)
                 elif kind == _NET:
                     self._net_event()
-                elif kind == _KICK:
+                elif kind == KICK:
                     d = dec[a]
                     d.kick = False
                     if not d.active:
@@ -1061,7 +605,7 @@ class Simulation:
                 elif not self._route_decode(a, b) and ai >= n_req and self._stuck():
                     break
                 # capacity may have been freed: offer the router's queue again
-                if hold and (kind == _EPOCH or kind == _PREFILL_DONE):
+                if hold and (kind == EPOCH or kind == _PREFILL_DONE):
                     self._drain_hold()
             else:
                 break

@@ -100,7 +100,7 @@ class SimIsland:
     #: router derives one from ``range_shares`` and the island's own speed.
     range_flows: tuple[float, ...] = ()
     #: Colocated islands: the engine shares each iteration's token budget between decodes
-    #: and prompt chunks (vLLM / SGLang chunked prefill, planner.sim.engine).  False: it
+    #: and prompt chunks (vLLM / SGLang chunked prefill, planner.sim.decode_batching).  False: it
     #: prefills newly admitted prompts whole inside the iteration (Orca, vLLM without
     #: chunked prefill), stalling the running decodes -- seed 004's engine.
     chunked_prefill: bool = True

@@ -1,8 +1,8 @@
-"""Colocated islands under chunked prefill (planner.sim.engine, issue 28 item 5): the token
-budget shared by decodes and prompt chunks, first tokens at the last chunk, no stall of
-running decodes beyond one chunk iteration, data-parallel replicas as engines of their
-own, recompute of a prompt preempted mid-prefill, and the saturated rate of a planned
-colocated island against the perf model's."""
+"""Colocated islands under chunked prefill (planner.sim.decode_batching, issue 28 item 5):
+the token budget shared by decodes and prompt chunks, first tokens at the last chunk, no
+stall of running decodes beyond one chunk iteration, data-parallel replicas as engines of
+their own, recompute of a prompt preempted mid-prefill, and the saturated rate of a
+planned colocated island against the perf model's."""
 
 from __future__ import annotations
 

@@ -308,8 +308,7 @@ def test_a_lockstep_group_fills_its_pass_to_the_budget_by_chunking_a_prompt():
     """A prompt longer than the island's budget is prefilled in chunks on one group,
     one pass per chunk, each chunk paying its tokens and its causal attention to the
     positions before it."""
-    from planner.sim.cluster import prefill_split
-    from planner.sim.engine import _lin
+    from planner.sim.cluster import prefill_linear, prefill_split
 
     moe = get_model("deepseek-v3")
     isl = [dataclasses.replace(make_island(0, "p", "H200", 8, "prefill", 1, 8, 8, moe,
@@ -321,7 +320,7 @@ def test_a_lockstep_group_fills_its_pass_to_the_budget_by_chunking_a_prompt():
     lin, a, tail = prefill_split(c.islands[0].prefill_s)
 
     def chunk(p0, p1):
-        return _lin(lin, tail, p1 - p0) + a * 0.5 * (p1 * (p1 + 1.0) - p0 * (p0 + 1.0))
+        return prefill_linear(lin, tail, p1 - p0) + a * 0.5 * (p1 * (p1 + 1.0) - p0 * (p0 + 1.0))
 
     expected = chunk(0, 1000) + chunk(1000, 2000) + chunk(2000, 2500)
     assert reqs[0].t_prefill_end == pytest.approx(expected, rel=1e-9)
