@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -208,13 +208,16 @@ def _lengths(shape: WorkloadShape) -> np.ndarray:
     return np.maximum(np.arange(len(shape.pmf), dtype=np.float32), 1.0)[None, :]
 
 
+@lru_cache(maxsize=64)
 def _samples(n: int, count: int = 48) -> np.ndarray:
     """Sample points 1 .. n-1 (log-spaced, integers, always including both ends) at which
     the kernel models are evaluated; tables interpolate between them in log-log (the
     models are smooth in the length: 48 points stay within 0.5 % of 96 on a 64-GPU
-    DeepSeek-V3 table over 8,192 lengths)."""
-    pts = np.unique(np.round(np.geomspace(1.0, max(n - 1, 1), count)))
-    return pts.astype(float)
+    DeepSeek-V3 table over 8,192 lengths).  Memoised (read-only): every island of a
+    workload asks for the same points."""
+    pts = np.unique(np.round(np.geomspace(1.0, max(n - 1, 1), count))).astype(float)
+    pts.flags.writeable = False
+    return pts
 
 
 def _interp_rows(x_samples, values, x):
@@ -240,7 +243,14 @@ def _selection_lengths(shape: WorkloadShape) -> tuple[np.ndarray, np.ndarray]:
     log-spaced points) instead of all of them makes an island table ~30x cheaper and
     picks the same configuration unless two are within a fraction of a percent.
     """
-    n = len(shape.pmf)
+    pts, idx = _selection_points(len(shape.pmf))
+    return pts, np.bincount(idx, weights=shape.pmf, minlength=pts.shape[1])
+
+
+@lru_cache(maxsize=64)
+def _selection_points(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the (1, K) comparison lengths of a workload of ``n`` lengths, the sample each
+    length is assigned to) -- a function of ``n`` alone, memoised (read-only)."""
     if n <= 512:
         pts = np.arange(1, n, dtype=float)
     else:
@@ -248,8 +258,9 @@ def _selection_lengths(shape: WorkloadShape) -> tuple[np.ndarray, np.ndarray]:
                                         np.round(np.linspace(256, n - 1, 192)),
                                         np.round(np.geomspace(256, n - 1, 64))]))
     idx = np.clip(np.searchsorted(pts, np.arange(n), side="right") - 1, 0, len(pts) - 1)
-    weights = np.bincount(idx, weights=shape.pmf, minlength=len(pts))
-    return pts.astype(np.float32)[None, :], weights
+    out = pts.astype(np.float32)[None, :]
+    out.flags.writeable = idx.flags.writeable = False
+    return out, idx
 
 
 #: Token budgets a prefill island may run under a TTFT ceiling, as fractions of the

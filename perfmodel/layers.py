@@ -133,7 +133,10 @@ def _ring(ks: KernelSet, kind: str, nbytes, group, domain: int):
 
     sizes = np.unique(group)
     wide = sizes[sizes > 1]
-    if len(sizes) == 1 and len(wide) == 1:  # one group size: no per-size masks
+    if not len(wide):  # no GPU sends anything
+        zero = np.zeros(shape)
+        return zero, zero.copy()
+    if len(sizes) == 1:  # one group size: no per-size masks
         out = np.broadcast_to(priced(nbytes, wide[0]), shape)
     else:
         out = np.zeros(shape)
