@@ -67,7 +67,8 @@ milliseconds to seconds.
 
 **Cost.**  Each resource keeps its load ``Σ m · rate``.  A start whose idle rate fits in
 the headroom of all its resources saturates nothing that others use, so every other
-rate stays max-min: it takes its idle rate in O(1).  A completion that leaves no shared
+rate stays max-min: it takes its idle rate in O(1) -- also inside :meth:`batched`, where
+the starts of one prefill pass take that test in order.  A completion that leaves no shared
 saturated resource frees nothing anyone is waiting for: O(1).  Otherwise the connected
 component (transfers linked by shared resources) is advanced and re-filled -- in plain
 Python while fewer than ``_NUMPY_MIN`` transfers are in flight (numpy's per-call

@@ -350,3 +350,32 @@ def test_a_batched_burst_gets_the_rates_and_finishes_of_starts_one_by_one(thresh
     one_by_one, batched = run(False), run(True)
     assert one_by_one.keys() == batched.keys()
     assert all(batched[k] == pytest.approx(one_by_one[k], rel=1e-7) for k in one_by_one)
+
+
+def test_a_batched_start_on_an_idle_path_fills_nothing(monkeypatch):
+    """Inside ``batched()`` a start whose idle rate saturates nothing others use takes
+    its idle rate without a max-min filling, as a start outside it does; the first start
+    of the block that would saturate a shared resource makes the block end in one
+    filling, and every rate is still the one the starts one by one give."""
+    fills: list[int] = []
+    real = FlowNetwork._rebalance
+
+    def counted(self, seeds, now, caps):
+        fills.append(len(self._transfers))
+        return real(self, seeds, now, caps)
+
+    monkeypatch.setattr(FlowNetwork, "_rebalance", counted)
+    net = FlowNetwork(SEED003_NETWORK, LOCS)
+    with net.batched(0.0):
+        net.start(0.0, 0, 0, 2, GB, 1)  # alone on its path
+        net.start(0.0, 1, 3, 4, GB, 1)  # another path: nothing shared
+    assert fills == []
+    assert net.rate_of(0) == net.idle_rate(0, 2) and net.rate_of(1) == net.idle_rate(3, 4)
+    with net.batched(0.0):
+        net.start(0.0, 2, 0, 2, GB, 1)  # shares island 0's NIC with transfer 0
+        net.start(0.0, 3, 1, 5, GB, 1)
+    assert len(fills) == 1
+    alone = FlowNetwork(SEED003_NETWORK, LOCS)
+    for key, (s, d) in enumerate([(0, 2), (3, 4), (0, 2), (1, 5)]):
+        alone.start(0.0, key, s, d, GB, 1)
+    assert all(net.rate_of(k) == pytest.approx(alone.rate_of(k), rel=1e-9) for k in range(4))
