@@ -71,7 +71,7 @@ class LogGrid:
         fracs: list[np.ndarray | float] = []
         for d, u in enumerate(coords):
             if np.ndim(u) == 0:  # a scalar coordinate: the same IEEE steps on a float,
-                # without numpy's per-call cost on 0-d arrays (half the lookup's time)
+                # without numpy's per-call overhead on 0-d arrays
                 v = (float(u) - self.lo[d]) * (1.0 / self.step[d])
                 v = min(max(v, 0.0), shape[d] - 1.000001)
                 k = int(v)

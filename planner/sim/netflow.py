@@ -166,12 +166,17 @@ def waterfill(res: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
     return rate
 
 
+#: Per resource of a transfer's path: (resource, its load at the idle rate, the most load
+#: the resource takes) -- the fast-path test of a start.
+_Adds = tuple[tuple[int, float, float], ...]
+
+
 class _Shape(NamedTuple):
     """What a transfer's path implies, cached per (groups, tier, flows)."""
 
     res: tuple[int, ...]  # resources it crosses
     w: tuple[float, ...]  # flows' worth of load it puts on each
-    adds: tuple[tuple[int, float, float], ...]  # (resource, load at idle rate, max load)
+    adds: _Adds  # (resource, load at idle rate, max load)
     idle: float  # its rate on an idle path at the static capacities
 
 
@@ -268,8 +273,7 @@ class FlowNetwork:
         self._unwritten: dict[int, _Transfer] = {}
         #: (transfer, fast-path loads, idle rate) of the starts inside :meth:`batched`
         #: (None outside one)
-        self._deferred: list[tuple[_Transfer, tuple[tuple[int, float, float], ...],
-                                   float]] | None = None
+        self._deferred: list[tuple[_Transfer, _Adds, float]] | None = None
 
     # --- background and capacities ------------------------------------------------------
 
@@ -380,8 +384,7 @@ class FlowNetwork:
         self._rebalance(res, now, caps)
         return self.next_finish()
 
-    def _at_idle(self, t: _Transfer, adds: tuple[tuple[int, float, float], ...],
-                 idle: float) -> bool:
+    def _at_idle(self, t: _Transfer, adds: _Adds, idle: float) -> bool:
         """The fast path of a start: if ``t`` at its idle rate saturates nothing that
         others use (its own bottleneck is its alone), every other rate stays max-min and
         ``t`` takes its idle rate in O(1) (True); else nothing changes (False)."""
@@ -408,7 +411,7 @@ class FlowNetwork:
         :meth:`next_finish` after it."""
         if self._deferred is not None:
             raise RuntimeError("FlowNetwork.batched() does not nest")
-        started: list[tuple[_Transfer, tuple[tuple[int, float, float], ...], float]] = []
+        started: list[tuple[_Transfer, _Adds, float]] = []
         self._deferred = started
         try:
             yield
