@@ -285,7 +285,7 @@ def is_lockstep(model: ModelSpec, dp, calib: Calibration):
     then runs its own pass: up to two pass times, where independent groups would start
     it at once.  The pass under way is one budget's chunk, so a prompt chunked into m
     passes waits 1 / m of its own time more (``_prefill_rps``).  The simulator plays
-    this out (``planner.sim.engine``, prefill lockstep on by default); without it in
+    this out (``planner.sim.prefill_batching``, prefill lockstep on by default); without it in
     the tables, the search chose budgets whose passes met
     the TTFT ceiling only without the wait, and the closed loop cut the README plan's
     promise from the model's 417 to 270 requests/s (docs/simulation.md).  The worst

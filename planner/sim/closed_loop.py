@@ -32,10 +32,10 @@ Attainment is per request (planner.sim.metrics): TTFT within its ceiling and, fo
 answers of two or more tokens, TPOT ``(t_done - t_first) / (tokens - 1)`` within its
 ceiling -- the definition of vLLM's ``benchmark_serving`` and of MLPerf Inference's LLM
 rules; the first token of a disaggregated request is streamed by its decode island
-(planner.sim.engine).  Unfinished requests are misses.
+(planner.sim.prefill_batching).  Unfinished requests are misses.
 
 Every simulation runs an MoE model's prefill attention-DP groups in lockstep, as the
-engines do (planner.sim.engine, ``prefill_lockstep``): a prompt waits for the pass under
+engines do (planner.sim.prefill_batching, ``prefill_lockstep``): a prompt waits for the pass under
 way on all of its island's groups.  The search's island tables charge that wait too
 (``perfmodel.island.is_lockstep``); before they did, it was the larger part of what
 separated the README plan's headline (270 requests/s with lockstep) from its

@@ -80,14 +80,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from planner.sim.cluster import prefill_linear, step_time, steps_time, steps_until
+from planner.sim.events import EPOCH, KICK
 
 if TYPE_CHECKING:
     from planner.sim.protocol import SimRequest
 
 heappush, heappop = heapq.heappush, heapq.heappop
-#: The engine's event kinds these handlers push (planner.sim.engine numbers the rest):
-#: the end of a decoder's epoch, and an idle decoder's first iteration.
-EPOCH, KICK = 2, 5
 
 
 class Decoder:

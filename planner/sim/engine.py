@@ -8,39 +8,10 @@ of its inputs and seed) moves requests through
 for disaggregated plans, or router -> ``both`` island for colocated ones.  Arrivals are
 not pushed on the heap: they are already sorted, so the loop merges them in.
 
-**Prefill islands.**  ``dp`` attention groups serve one FCFS island queue (each group,
-when free, takes the head).  A group batches queued prompts up to a token budget
-(``prefill_token_budget``, vLLM's ``max_num_batched_tokens``; one longer prompt runs
-alone) and the batch takes ``L(sum n_i) + a sum_i (P(s_i) - P(h_i))`` seconds: the
-GEMMs, communication and overheads of one forward pass over the concatenated new tokens
-plus per-sequence causal attention (:func:`planner.sim.cluster.prefill_split`).  A
-batch of one prompt costs exactly the perf model's ``prefill_s[s]``.  The first output
-token is computed by the prefill, but the user receives it from the decode island,
-when that island admits the request into its running batch (after the KV transfer and
-any wait for a batch slot): SGLang's and vLLM's prefill/decode disaggregation stream
-every token, the first included, from the decode instance, and seed 003 (§IV) measures
-TTFT there too.  So TTFT covers prefill, transfer and decode admission, and TPOT --
-``(t_done - t_first_token) / (tokens - 1)``, the benchmarks' definition (vLLM
-``benchmark_serving``, MLPerf Inference's LLM rules) -- is the decode island's own
-pace.  (The DistServe convention, first token at prefill end, charges the transfer and
-the admission wait to TPOT, where a 2-token answer behind a 10 k-token KV transfer
-misses any TPOT ceiling at any load.)  A request with one output token is done at the
-prefill's end.
-
-With ``prefill_lockstep`` an MoE model's prefill groups run in lockstep instead, as the
-engines run them: an idle attention-DP rank is padded with a dummy batch so that every
-rank meets the expert all-to-all (TensorRT-LLM's ``_pad_attention_dp_dummy_request``,
-SGLang's idle batch).  The island then passes all its groups at once: when it is idle
-the queue is dealt to the groups in turn, FCFS (as the engines route requests to ranks
-in turn or to the least loaded), each filled to its budget by chunked prefill -- the
-prompt that does not fit is split and its rest continues on the same group in the next
-pass, as the engines fill a rank's pass; the pass lasts as long as its fullest group's,
-and a prompt that arrives during it waits for its end.  This is the default, and the
-planner's closed loop runs it (docs/simulation.md, "Prefill lockstep").  Dealing the
-queue at the pass start balances the groups at least as well as an engine that routes
-each prompt to a rank on arrival, so if anything it flatters the lockstep's cost.
-``prefill_lockstep=False`` lets every group take the head of the queue when it is free,
-as a dense model's groups (which share no collective) always do.
+**Prefill islands** -- FCFS attention groups batching prompts up to a token budget,
+or passing in lockstep -- are :mod:`planner.sim.prefill_batching`, which also says where
+TTFT and TPOT are measured (the user receives every token, the first included, from the
+decode island).
 
 **Decode and colocated islands** -- continuous batching advanced in epochs,
 chunked prefill on colocated islands -- are :mod:`planner.sim.decode_batching`.
@@ -70,20 +41,19 @@ import numpy as np
 
 from perfmodel.timing import STEP_COLUMNS
 from planner.core.errors import PlannerError
-from planner.sim.cluster import prefill_linear, prefill_split, step_time
-from planner.sim.decode_batching import EPOCH, KICK, DecodeBatching, Decoder, share
+from planner.sim.cluster import prefill_split, step_time
+from planner.sim.decode_batching import DecodeBatching, Decoder, share
+from planner.sim.events import DECODE_RETRY, EPOCH, HOLD_RETRY, KICK, NET, PREFILL_DONE
 from planner.sim.netflow import FlowNetwork
+from planner.sim.prefill_batching import Prefill, PrefillBatching
 from planner.sim.prefix_cache import LRUBlockCache
 from planner.sim.protocol import HOLD, BaseRouter, Router, SimCluster, SimRequest, SimResult
 
 if TYPE_CHECKING:
     from planner.fleet.network import Location
 
-heappush, heappop = heapq.heappush, heapq.heappop
+heappush = heapq.heappush
 _perf = time.perf_counter
-#: Event kinds on the heap (the decode side's EPOCH = 2 and KICK = 5 are
-#: planner.sim.decode_batching's).
-_PREFILL_DONE, _NET, _HOLD_RETRY, _DECODE_RETRY = 0, 1, 3, 4
 _INF = math.inf
 #: Column of the MoE layer count in a step-coefficient row (perfmodel.timing.STEP_COLUMNS).
 _M_COUNT = STEP_COLUMNS.index("m_count")
@@ -92,30 +62,7 @@ PROGRESS_EVENTS = 1 << 14
 _PROGRESS_MASK = PROGRESS_EVENTS - 1
 
 
-class _Prefill:
-    """A prefill island: one FCFS queue served by ``dp`` attention groups -- each on its
-    own, or (``lockstep``: an MoE model's groups, joined by the expert layers) all in one
-    pass at a time (``running``: the groups in it; module docstring)."""
-
-    __slots__ = ("i", "queue", "free", "batches", "lin", "a", "tail", "dp", "budget",
-                 "lockstep", "running", "carry", "done")
-
-    def __init__(self, i: int, dp: int, lin: list[float], a: float, tail: float,
-                 budget: int, lockstep: bool = False) -> None:
-        self.i, self.dp, self.lin, self.a, self.tail = i, dp, lin, a, tail
-        self.budget = budget
-        self.lockstep = lockstep and dp > 1
-        self.running = 0
-        # lockstep: the prompt each group is part-way through (-1: none), and how many of
-        # each such prompt's positions are prefilled (cached ones included)
-        self.carry = [-1] * dp
-        self.done: dict[int, int] = {}
-        self.queue: deque[int] = deque()
-        self.free = list(range(dp - 1, -1, -1))  # pop() takes group 0 first
-        self.batches: list[list[int]] = [[] for _ in range(dp)]
-
-
-class Simulation(DecodeBatching):
+class Simulation(PrefillBatching, DecodeBatching):
     """One run; also the :class:`ClusterView` the router sees (live state)."""
 
     def __init__(self, cluster: SimCluster, requests: Sequence[SimRequest], router: Router, *,
@@ -144,7 +91,7 @@ class Simulation(DecodeBatching):
         self.net = FlowNetwork(cluster.network, [x.location for x in isl],
                                fair_sharing=fair_sharing, gpus=[x.size for x in isl],
                                group_gpus=[x.tp for x in isl])
-        self._pre: list[_Prefill | None] = [None] * n_isl
+        self._pre: list[Prefill | None] = [None] * n_isl
         self._dec: list[Decoder | None] = [None] * n_isl  # an island's (first) decoder
         self._engines: list[list[Decoder]] = [[] for _ in range(n_isl)]  # all of them
         self._units: list[Decoder] = []  # every decoder, by Decoder.u
@@ -157,7 +104,7 @@ class Simulation(DecodeBatching):
             # MoE layers in the step: the attention groups meet in the expert all-to-all
             moe = bool(np.any(np.asarray(x.step_coeffs)[:, _M_COUNT]))
             if x.role == "prefill":
-                self._pre[x.index] = _Prefill(x.index, x.dp, lin, a, tail,
+                self._pre[x.index] = Prefill(x.index, x.dp, lin, a, tail,
                                               int(x.token_budget) or self.budget,
                                               lockstep=prefill_lockstep and moe)
             else:
@@ -305,7 +252,7 @@ class Simulation(DecodeBatching):
             self.router_queue += 1
             if not self._hold_timer:
                 self._hold_timer = True
-                self._push(self.now + self.router.hold_interval_s, _HOLD_RETRY, 0, 0)
+                self._push(self.now + self.router.hold_interval_s, HOLD_RETRY, 0, 0)
             return
         self._dispatch(pos, i)
 
@@ -316,7 +263,7 @@ class Simulation(DecodeBatching):
             if i == HOLD:
                 if not self._hold_timer:
                     self._hold_timer = True
-                    self._push(self.now + self.router.hold_interval_s, _HOLD_RETRY, 0, 0)
+                    self._push(self.now + self.router.hold_interval_s, HOLD_RETRY, 0, 0)
                 return
             self.router_queue -= 1
             self._dispatch(hold.popleft(), i)
@@ -343,143 +290,7 @@ class Simulation(DecodeBatching):
             self._out[i] += req.input_len + req.output_len
             self._dec_enqueue(d, pos, req.input_len)
             return
-        if self.caches is not None and req.prefix_hashes:
-            self._pf_hit[pos] = self.caches[i].hit_tokens(req.prefix_hashes, req.input_len)
-        self._out[i] += req.input_len
-        if p.lockstep:
-            p.queue.append(pos)
-            if not p.running:
-                self._start_pass(p)
-            return
-        if p.free and not p.queue:  # an idle group takes it alone: the common case
-            now = self.now
-            req.t_prefill_start = now
-            s, h = req.input_len, self._pf_hit[pos]
-            g = p.free.pop()
-            p.batches[g] = [pos]
-            t_end = (now + prefill_linear(p.lin, p.tail, s - h)
-                     + p.a * 0.5 * (s * (s + 1.0) - h * (h + 1.0)))
-            self.busy.append((i, now, t_end, 1.0 / p.dp))
-            self._work += 1
-            self._seq = seq = self._seq + 1
-            heappush(self._heap, (t_end, seq, _PREFILL_DONE, i, g))
-            return
-        p.queue.append(pos)
-        if p.free:
-            self._start_prefill(p)
-
-    # ----------------------------------------------------------------- prefill
-    def _start_prefill(self, p: _Prefill) -> None:
-        queue, reqs, hit, budget = p.queue, self.reqs, self._pf_hit, p.budget
-        batch: list[int] = []
-        new = 0
-        pairs = 0.0
-        now = self.now
-        while queue:
-            pos = queue[0]
-            s = reqs[pos].input_len
-            h = hit[pos]
-            if batch and new + s - h > budget:
-                break
-            queue.popleft()
-            batch.append(pos)
-            new += s - h
-            pairs += 0.5 * (s * (s + 1.0) - h * (h + 1.0))
-            reqs[pos].t_prefill_start = now
-        g = p.free.pop()
-        p.batches[g] = batch
-        t_end = now + prefill_linear(p.lin, p.tail, new) + p.a * pairs
-        self.busy.append((p.i, now, t_end, 1.0 / p.dp))
-        self._work += 1
-        self._push(t_end, _PREFILL_DONE, p.i, g)
-
-    def _start_pass(self, p: _Prefill) -> None:
-        """A lockstep island's pass (module docstring).  Each group first continues the
-        prompt it is part-way through; then the queue is dealt to the groups in turn,
-        FCFS, each filled to its token budget -- the prompt that does not fit is split,
-        its first chunk filling the group, the rest staying with that group for its next
-        pass (chunked prefill, as the engines fill a rank's pass) -- as the engines route
-        requests to attention-DP ranks in turn or to the least loaded.  Each group's
-        chunk of a prompt at positions [p0, p1) costs its tokens in the pass's GEMMs and
-        its causal attention P(p1) - P(p0); the pass lasts as long as the fullest
-        group's (every group runs it: idle ones pad)."""
-        queue, reqs, hit, budget, done = p.queue, self.reqs, self._pf_hit, p.budget, p.done
-        now = self.now
-        new = [0] * p.dp
-        pairs = [0.0] * p.dp
-
-        def take(g: int, pos: int) -> None:
-            # the next chunk of ``pos`` on group g, as much as the group's room allows
-            s = reqs[pos].input_len
-            p0 = done.get(pos, hit[pos])
-            p1 = min(s, p0 + max(budget - new[g], 1))
-            new[g] += p1 - p0
-            pairs[g] += 0.5 * (p1 * (p1 + 1.0) - p0 * (p0 + 1.0))
-            p.batches[g].append(pos)
-            done[pos] = p1
-            p.carry[g] = pos if p1 < s else -1
-
-        for g in range(p.dp):
-            if p.carry[g] >= 0:
-                take(g, p.carry[g])
-        open_ = [g for g in range(p.dp) if p.carry[g] < 0 and new[g] < budget]
-        k = 0
-        while queue and open_:
-            k %= len(open_)
-            g = open_[k]
-            pos = queue.popleft()
-            reqs[pos].t_prefill_start = now
-            take(g, pos)
-            if p.carry[g] >= 0 or new[g] >= budget:
-                del open_[k]  # full: the next group takes the head
-            else:
-                k += 1
-        used = [g for g in range(p.dp) if p.batches[g]]
-        t_end = now + max(prefill_linear(p.lin, p.tail, new[g]) + p.a * pairs[g] for g in used)
-        for _ in used:
-            self.busy.append((p.i, now, t_end, 1.0 / p.dp))
-        p.running = len(used)
-        self._work += len(used)
-        self._push(t_end, _PREFILL_DONE, p.i, -1)
-
-    def _prefill_done(self, i: int, g: int) -> None:
-        p = cast(_Prefill, self._pre[i])  # scheduled only for prefill islands
-        if g < 0:  # a lockstep pass: every group's prompts whose last chunk it ran
-            batch = [pos for b in p.batches for pos in b if pos not in p.carry]
-            for pos in batch:
-                p.done.pop(pos, None)
-            p.batches = [[] for _ in range(p.dp)]
-            self._work -= p.running
-            p.running = 0
-        else:
-            batch = p.batches[g]
-            p.batches[g] = []
-            p.free.append(g)
-            self._work -= 1
-        now, reqs, caches, tok = self.now, self.reqs, self.caches, self._tok
-        # the pass's KV transfers start together: one network filling for all of them
-        with self.net.batched(now):
-            for pos in batch:
-                req = reqs[pos]
-                req.t_prefill_end = now
-                tok[pos] = 1
-                self._out[i] -= req.input_len
-                if caches is not None and req.prefix_hashes:
-                    caches[i].touch(req.prefix_hashes)
-                if req.output_len <= 1:
-                    req.t_first_token = now  # the answer is the prefill's token
-                    self._complete(pos)
-                else:
-                    self._route_decode(pos, i)
-        f = self.net.next_finish()
-        if f < self._net_due:
-            self._net_due = f
-            self._push(f, _NET, 0, 0)
-        if p.lockstep:
-            if p.queue or max(p.carry) >= 0:
-                self._start_pass(p)
-        elif p.queue:
-            self._start_prefill(p)
+        self._prefill_enqueue(p, pos, i)
 
     # ----------------------------------------------------------------- KV transfer
     def _route_decode(self, pos: int, src: int) -> bool:
@@ -489,7 +300,7 @@ class Simulation(DecodeBatching):
         d = self._route_d(req, src, self)
         self._dt(_perf() - t)
         if d == HOLD:
-            self._push(self.now + self.router.hold_interval_s, _DECODE_RETRY, pos, src)
+            self._push(self.now + self.router.hold_interval_s, DECODE_RETRY, pos, src)
             return False
         if not (0 <= d < len(self._decode_ok) and self._decode_ok[d]):
             raise ValueError(f"router {self.router.name!r} sent the KV of request {req.rid} to "
@@ -511,7 +322,7 @@ class Simulation(DecodeBatching):
         if f < self._net_due:
             self._net_due = f
             self._seq = seq = self._seq + 1
-            heappush(self._heap, (f, seq, _NET, 0, 0))
+            heappush(self._heap, (f, seq, NET, 0, 0))
         return True
 
     def _net_event(self) -> None:
@@ -524,7 +335,7 @@ class Simulation(DecodeBatching):
         f = net.next_finish()
         if f < self._net_due:
             self._net_due = f
-            self._push(f, _NET, 0, 0)
+            self._push(f, NET, 0, 0)
 
     def _kv_arrived(self, pos: int) -> None:
         req = self.reqs[pos]
@@ -585,9 +396,9 @@ class Simulation(DecodeBatching):
                             self._boundary_chunked(d)
                         else:
                             self._boundary(d)
-                elif kind == _PREFILL_DONE:
+                elif kind == PREFILL_DONE:
                     self._prefill_done(a, b)
-                elif kind == _NET:
+                elif kind == NET:
                     self._net_event()
                 elif kind == KICK:
                     d = dec[a]
@@ -597,7 +408,7 @@ class Simulation(DecodeBatching):
                             self._boundary_chunked(d)
                         else:
                             self._boundary(d)
-                elif kind == _HOLD_RETRY:
+                elif kind == HOLD_RETRY:
                     self._hold_timer = False
                     self._drain_hold()
                     if self._hold and ai >= n_req and self._stuck():
@@ -605,7 +416,7 @@ class Simulation(DecodeBatching):
                 elif not self._route_decode(a, b) and ai >= n_req and self._stuck():
                     break
                 # capacity may have been freed: offer the router's queue again
-                if hold and (kind == EPOCH or kind == _PREFILL_DONE):
+                if hold and (kind == EPOCH or kind == PREFILL_DONE):
                     self._drain_hold()
             else:
                 break
@@ -620,7 +431,7 @@ class Simulation(DecodeBatching):
     def _stuck(self) -> bool:
         """Nothing in progress could ever free capacity for held requests."""
         return self._work == 0 and len(self.net) == 0 and all(
-            e[2] == _HOLD_RETRY or e[2] == _DECODE_RETRY for e in self._heap)
+            e[2] == HOLD_RETRY or e[2] == DECODE_RETRY for e in self._heap)
 
 
 def _reset(r: SimRequest) -> None:

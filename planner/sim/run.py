@@ -109,7 +109,7 @@ class SimSettings:
     #: a router.json (planner export) whose weights the range router follows
     router_config: str | None = None
     #: run an MoE model's prefill attention-DP groups in lockstep, as the engines do
-    #: (planner.sim.engine); False: each group on its own (docs/simulation.md)
+    #: (planner.sim.prefill_batching); False: each group on its own (docs/simulation.md)
     prefill_lockstep: bool = True
 
     def calibration(self, plan: Mapping[str, Any]):
