@@ -25,8 +25,8 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-import yaml
 
+from perfmodel.data_yaml import load_yaml
 from perfmodel.hardware import get_gpu
 from perfmodel.kernels import ops
 from perfmodel.kernels.library import kernels_for
@@ -49,7 +49,7 @@ class KernelRow:
 @lru_cache(maxsize=1)
 def load() -> tuple[tuple[KernelRow, ...], dict[str, dict[str, str]]]:
     text = resources.files("perfmodel").joinpath("data/kernel_benchmarks.yaml").read_text()
-    doc = yaml.safe_load(text)
+    doc = load_yaml(text)
     rows = tuple(KernelRow(**r) for r in doc["rows"])
     return rows, {k: dict(v) for k, v in doc["sources"].items()}
 

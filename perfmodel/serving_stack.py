@@ -59,8 +59,8 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-import yaml
 
+from perfmodel.data_yaml import load_yaml
 from perfmodel.hardware import GPU
 
 #: Sources dated from this month on describe current serving stacks (ROCm 6.4 and later,
@@ -95,7 +95,7 @@ def shipped() -> dict[str, Any]:
     path = resources.files("perfmodel").joinpath(FACTORS_FILE)
     if not path.is_file():
         return {"factors": {}}
-    return yaml.safe_load(path.read_text()) or {"factors": {}}
+    return load_yaml(path.read_text()) or {"factors": {}}
 
 
 def priced_from_priors(gpu: GPU) -> bool:

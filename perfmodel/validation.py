@@ -85,12 +85,12 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-import yaml
 
 from perfmodel import validation_finite as finite
 from perfmodel import validation_units as units
 from perfmodel.aggregated import aggregated_point
 from perfmodel.calibration import Calibration
+from perfmodel.data_yaml import load_yaml
 from perfmodel.decode import mtp_yield, step_model
 from perfmodel.errors import InputError
 from perfmodel.hardware import get_gpu
@@ -249,7 +249,7 @@ class Case:
 
 @lru_cache(maxsize=1)
 def load_cases() -> tuple[tuple[Case, ...], dict[str, dict[str, str]]]:
-    raw = yaml.safe_load(resources.files("perfmodel").joinpath(
+    raw = load_yaml(resources.files("perfmodel").joinpath(
         "data/validation_cases.yaml").read_text())
     cases = []
     for row in raw["cases"]:

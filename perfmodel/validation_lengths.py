@@ -45,7 +45,8 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
-import yaml
+
+from perfmodel.data_yaml import load_yaml
 
 SHAPES_FILE = "data/length_shapes.yaml"
 
@@ -88,7 +89,7 @@ def shape_from_samples(name: str, inputs, outputs, match: tuple[str, ...] = ()
 @lru_cache(maxsize=1)
 def shapes() -> tuple[LengthShape, ...]:
     """Every shipped shape (``perfmodel/data/length_shapes.yaml``)."""
-    doc = yaml.safe_load(resources.files("perfmodel").joinpath(SHAPES_FILE).read_text())
+    doc = load_yaml(resources.files("perfmodel").joinpath(SHAPES_FILE).read_text())
     return tuple(LengthShape(name, float(v["prompt_ratio"]), float(v["output_ratio"]),
                              int(v["samples"]), tuple(v["match"]))
                  for name, v in (doc.get("datasets") or {}).items())

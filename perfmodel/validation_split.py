@@ -26,7 +26,7 @@ import hashlib
 from importlib import resources
 from typing import Any
 
-import yaml
+from perfmodel.data_yaml import load_yaml
 
 #: Fixed when the rule was committed (2026-11-27); never changed.
 SALT = "planner-validation-split-2026-11-27"
@@ -61,7 +61,7 @@ def load_posed() -> list[dict[str, Any]]:
     for f in sorted(folder.iterdir(), key=lambda p: p.name):
         if not f.name.endswith(".yaml"):
             continue
-        doc = yaml.safe_load(f.read_text()) or {}
+        doc = load_yaml(f.read_text()) or {}
         sources = doc.get("sources") or {}
         for row in doc.get("cases") or []:
             rows.append(dict(row, file=f.name, source_info=sources.get(row.get("source"))))

@@ -42,6 +42,9 @@ held to the same promise, service by service:
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -50,6 +53,7 @@ from typing import Any
 
 from planner.closed_plan import _in_background, close_one
 from planner.core.errors import NoPlanError
+from planner.plan import Plan
 from planner.services.outcome import (
     FleetOutcome,
     Outcome,
@@ -81,13 +85,39 @@ TARGET_ROUNDS, GROWTH = 5, 2.0
 BACKOFF, BACKOFFS = 0.95, 4
 
 
+#: Service plans this process closed during the current fleet run (:func:`_closed`).
+_CLOSED: dict[tuple[str, int, str], tuple[Any, dict[str, Any]]] = {}
+
+
+def _closed(plan: Plan, seed: int, router: str) -> dict[str, Any]:
+    """:func:`planner.closed_plan.close_one`, once per distinct service plan of a run.
+
+    Rounds often give a service the same islands: the second round's corrections leave
+    its layout where it was, or the best split and the joint MILP agree on it (on the
+    fleet tests' fleet all four closures of each service were of one plan).  A closure
+    is a function of the plan alone -- its request, islands, solved ranges and planning
+    context; the fleet's corrections steer the MILP, not the service plan it returns
+    (:meth:`planner.services.solve.ServiceModel.plan`) -- and of the seed and router.
+    So a plan whose dict (less its creation time) and context are those of one already
+    closed gets that closure again, copied.  :func:`close_fleet` empties the memo at
+    its start and end: two runs of one request each simulate their own."""
+    d = plan.to_dict()
+    d.pop("created_utc", None)
+    text = json.dumps(d, sort_keys=True, default=repr)
+    key = (hashlib.sha256(text.encode()).hexdigest(), int(seed), router)
+    hit = _CLOSED.get(key)
+    if hit is None or hit[0] is not plan.context:
+        hit = _CLOSED[key] = (plan.context, close_one(plan, seed=seed, router=router))
+    return copy.deepcopy(hit[1])
+
+
 def _close_all(models: Sequence[ServiceModel], sol: FleetSolution, seed: int, router: str,
                say: Say, label: str) -> dict[str, dict[str, Any]]:
     plans = service_plans(models, sol)
     out = {}
     for name, plan in plans.items():
         say(f"{label}: service {name}, {len(plan.layout)} island(s), through the closed loop")
-        out[name] = close_one(plan, seed=seed, router=router)
+        out[name] = _closed(plan, seed, router)
     return out
 
 
@@ -300,6 +330,7 @@ def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int 
     speak = say or (lambda _m: None)
     if background is None:
         background = _in_background()
+    _CLOSED.clear()
     runner = _Runner(background and split)
     serial = None if background else models
     if split and background:
@@ -334,6 +365,8 @@ def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int 
     except BaseException:
         runner.close(abort=True)
         raise
+    finally:
+        _CLOSED.clear()
     runner.close()
     rounds = [o.record() for o in joint_outs + split_outs]
     milp = _best(joint_outs, req.targets)

@@ -72,3 +72,18 @@ def test_a_row_its_own_source_rules_out_is_not_scored_and_says_why():
     for p in rows:
         with pytest.raises(val.NotPredictable, match="^source: "):
             val.posed_case(p)
+
+
+def test_the_data_loader_reads_what_pyyaml_reads():
+    """perfmodel.data_yaml (libyaml where present) gives the pure-Python safe loader's
+    documents, on the hand-written case file and the length shapes."""
+    from pathlib import Path
+
+    import yaml
+
+    from perfmodel.data_yaml import load_yaml
+
+    root = Path(__file__).resolve().parents[2] / "perfmodel" / "data"
+    for name in ("validation_cases.yaml", "length_shapes.yaml"):
+        text = (root / name).read_text()
+        assert load_yaml(text) == yaml.load(text, Loader=yaml.SafeLoader)

@@ -1,4 +1,4 @@
-"""The small fleet the fleet tests plan end to end (about 10 s each on 2 cores): two
+"""The small fleet the fleet tests plan end to end (about a minute each on 2 cores): two
 Llama-3.1-8B services with different workloads and SLOs on sixteen H20 and eight H800."""
 
 INVENTORY = """

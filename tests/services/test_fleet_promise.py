@@ -120,3 +120,40 @@ def test_combine_with_targets_is_the_cheapest_that_holds():
     assert out is not None
     assert out.sources == {"a": "r2", "b": "r2"}
     assert out.cost_per_hour == pytest.approx(8.0)
+
+
+class _FakePlan:
+    """What the closure memo reads of a service plan: its dict and its context."""
+
+    def __init__(self, islands: int, context: object, created: str = "t0") -> None:
+        self.islands, self.context, self.created = islands, context, created
+
+    def to_dict(self) -> dict:
+        return {"islands": [{"gpu": "H20", "size": 8}] * self.islands,
+                "created_utc": self.created}
+
+
+def test_a_service_plan_is_closed_once_per_run(monkeypatch):
+    from planner.services import promise
+
+    closed = []
+
+    def fake_close_one(plan, *, seed, router):
+        closed.append((plan.islands, seed, router))
+        return {"summary": {"requests_per_s": 10.0 * plan.islands}}
+
+    monkeypatch.setattr(promise, "close_one", fake_close_one)
+    promise._CLOSED.clear()
+    ctx = object()
+    first = promise._closed(_FakePlan(2, ctx), 0, "range")
+    first["summary"]["requests_per_s"] = -1.0  # a caller's edit must not reach the memo
+    again = promise._closed(_FakePlan(2, ctx, created="t1"), 0, "range")  # a later round
+    assert again == {"summary": {"requests_per_s": 20.0}}
+    assert closed == [(2, 0, "range")]
+    # another plan, seed, router or planning context is closed on its own
+    promise._closed(_FakePlan(3, ctx), 0, "range")
+    promise._closed(_FakePlan(2, ctx), 1, "range")
+    promise._closed(_FakePlan(2, ctx), 0, "jsq")
+    promise._closed(_FakePlan(2, object()), 0, "range")
+    assert len(closed) == 5
+    promise._CLOSED.clear()
