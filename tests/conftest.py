@@ -58,6 +58,31 @@ def _validation_table_once_per_run(tmp_path_factory, worker_id):
     validation._table = real
 
 
+@pytest.fixture(scope="session")
+def written_run(tmp_path_factory):
+    """A run folder as ``planner.report.write_run`` writes the report fixtures' small plan
+    (S=64, J=4, history=3), written once per test process: writing renders its plots,
+    seconds a time.  Tests that edit or read one take :func:`run_copy`."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "report"))
+    from report_fixtures import make_plan_dict
+
+    from planner.report import write_run
+
+    run_dir = tmp_path_factory.mktemp("written") / "run"
+    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+    return run_dir
+
+
+@pytest.fixture
+def run_copy(written_run, tmp_path):
+    """A fresh copy of :func:`written_run` at ``tmp_path / "run"``."""
+    import shutil
+
+    return Path(shutil.copytree(written_run, tmp_path / "run"))
+
+
 #: A two-type inventory small enough for end-to-end CLI and plan tests.
 SMALL_INVENTORY = """
 name: small-test

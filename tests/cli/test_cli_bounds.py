@@ -4,12 +4,8 @@ before any work (what-if --add, budget lists, a study's scenarios, simulate -n).
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 
 
 def _one_line(err: str) -> str:
@@ -85,13 +81,8 @@ def test_an_out_path_nothing_can_be_made_in_fails_first(run_cli, small_inventory
     assert evaluation_fault.calls == 0  # refused before any layout was evaluated
 
 
-def test_simulate_blames_the_flag_not_the_plan(run_cli, tmp_path):
-    from report_fixtures import make_plan_dict
-
-    from planner.report import write_run
-
-    run_dir = tmp_path / "run"
-    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+def test_simulate_blames_the_flag_not_the_plan(run_cli, tmp_path, run_copy):
+    run_dir = run_copy
     rc, _, err = run_cli("simulate", str(run_dir), "--router", "range,foo", "-n", "100")
     line = _one_line(err)
     assert rc == 2 and line.startswith("error: --router") and "plan.json" not in line

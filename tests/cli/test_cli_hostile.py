@@ -4,15 +4,10 @@ before any work, and nothing left behind when a run fails."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from planner.core.errors import PlannerError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-from report_fixtures import make_plan_dict  # noqa: E402
 
 
 def _tree(root):
@@ -146,12 +141,9 @@ def test_resume_without_checkpoint_says_so(run_cli, small_inventory, tmp_path):
     assert _tree(tmp_path) == []
 
 
-def test_simulate_names_the_plan_file(run_cli, tmp_path):
+def test_simulate_names_the_plan_file(run_cli, tmp_path, run_copy):
     """The simulator checks a plan by field; from the CLI the message names the file."""
-    from planner.report import write_run
-
-    run_dir = tmp_path / "run"
-    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+    run_dir = run_copy
     plan = json.loads((run_dir / "plan.json").read_text())
     plan["islands"][0]["range_rps"] = "many"
     (run_dir / "plan.json").write_text(json.dumps(plan))
@@ -169,11 +161,8 @@ def test_simulate_names_the_plan_file(run_cli, tmp_path):
     (("-n", "0"), "--requests"),
     (("--engine", "warp"), "--engine"),
 ])
-def test_simulate_flag_bounds(run_cli, tmp_path, argv, says):
-    from planner.report import write_run
-
-    run_dir = tmp_path / "run"
-    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
+def test_simulate_flag_bounds(run_cli, tmp_path, run_copy, argv, says):
+    run_dir = run_copy
     before = _tree(tmp_path)
     rc, _, err = run_cli("simulate", str(run_dir), *argv)
     line = _one_error_line(err)

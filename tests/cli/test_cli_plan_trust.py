@@ -6,30 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-from report_fixtures import make_plan_dict  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def written(tmp_path_factory):
-    """A run folder as the planner writes it; each test edits a copy (writing one renders
-    its plots, seconds a time)."""
-    from planner.report import write_run
-
-    run_dir = tmp_path_factory.mktemp("written") / "run"
-    write_run(make_plan_dict(S=64, J=4, history=3), run_dir)
-    return run_dir
-
-
-def _copy(template: Path, tmp_path: Path) -> Path:
-    run_dir = tmp_path / "run"
-    shutil.copytree(template, run_dir)
-    return run_dir
 
 
 def _idle_all(p):
@@ -76,8 +55,8 @@ def _ranges_backwards(p):
     (_too_many, "islands"),
     (_ranges_backwards, "ranges.start[1]"),
 ])
-def test_report_refuses_an_inconsistent_plan(run_cli, tmp_path, written, edit, field):
-    run_dir = _copy(written, tmp_path)
+def test_report_refuses_an_inconsistent_plan(run_cli, run_copy, edit, field):
+    run_dir = run_copy
     plan = json.loads((run_dir / "plan.json").read_text())
     edit(plan)
     (run_dir / "plan.json").write_text(json.dumps(plan))
@@ -91,8 +70,8 @@ def test_report_refuses_an_inconsistent_plan(run_cli, tmp_path, written, edit, f
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
-def test_nan_in_plan_json_names_its_field(run_cli, tmp_path, written):
-    run_dir = _copy(written, tmp_path)
+def test_nan_in_plan_json_names_its_field(run_cli, run_copy):
+    run_dir = run_copy
     text = (run_dir / "plan.json").read_text()
     plan = json.loads(text)
     rate = json.dumps(plan["summary"]["requests_per_s"])
@@ -114,11 +93,11 @@ def _with_servers(plan):
 
 
 @pytest.fixture(scope="module")
-def with_servers(tmp_path_factory, written):
+def with_servers(tmp_path_factory, written_run):
     """The written run with one server per island, which ``planner report`` accepts."""
     from planner.cli.main import run
 
-    run_dir = _copy(written, tmp_path_factory.mktemp("servers"))
+    run_dir = Path(shutil.copytree(written_run, tmp_path_factory.mktemp("servers") / "run"))
     plan = _with_servers(json.loads((run_dir / "plan.json").read_text()))
     (run_dir / "plan.json").write_text(json.dumps(plan))
     assert run(["report", str(run_dir), "--quiet"]) == 0  # the servers as written are valid
@@ -155,7 +134,7 @@ def test_servers_and_list_lengths_are_checked_against_the_islands(run_cli, tmp_p
     """A plan.json's lists are as long as what they describe (servers for the islands'
     GPUs, islands for the inventory's, ranges up to --ranges' cap) and its servers agree
     with its islands: numbered in order, one GPU type, within their GPUs."""
-    run_dir = _copy(with_servers, tmp_path)
+    run_dir = Path(shutil.copytree(with_servers, tmp_path / "run"))
     plan = json.loads((run_dir / "plan.json").read_text())
     edit(plan)
     (run_dir / "plan.json").write_text(json.dumps(plan))
