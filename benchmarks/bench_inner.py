@@ -19,6 +19,8 @@ solve + result), median over repeats, then summarised over layouts.
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 import statistics
 import sys

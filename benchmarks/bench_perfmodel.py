@@ -8,6 +8,8 @@ Prints the median over repeated cold builds (the island cache is cleared each ti
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 import statistics
 import time

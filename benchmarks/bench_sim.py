@@ -18,6 +18,8 @@ machines.
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 import cProfile
 import math

@@ -5,6 +5,7 @@ Hugging Face config fields (``models``) and documented efficiency constants
 (``calibration``).  The planner's entry point is :func:`benchmark_island`.
 """
 
+from perfmodel import float_path  # noqa: F401  (first: numpy's float path, before numpy)
 from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
 from perfmodel.decode import step_model
 from perfmodel.hardware import GPU, get_gpu, gpu_catalog, gpu_from_datasheet

@@ -6,4 +6,6 @@ ranges) -> ``planner.inner`` (assign ranges to islands) -> ``planner.outer`` (se
 island partitions) -> plan / report / what-if / simulation -> ``planner.cli``.
 """
 
+import perfmodel.float_path  # noqa: F401  (first: one numpy float path on every machine)
+
 __version__ = "0.1.0"

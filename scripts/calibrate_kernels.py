@@ -22,6 +22,8 @@ Without aiconfigurator-core installed it prints one line naming the extra, exit 
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 import hashlib
 import json

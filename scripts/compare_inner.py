@@ -18,6 +18,8 @@ island's decode batch, averaged over islands by the rate each serves, ranges by 
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 import math
 import os

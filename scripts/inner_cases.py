@@ -10,6 +10,8 @@ Prints R_prefill, R_decode, R_total, D_total and the weight-free rate of each ca
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 from pathlib import Path
 

@@ -12,6 +12,8 @@ appears to do (notes §4.4).
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 import os
 import sys

@@ -26,6 +26,8 @@ measurement seeds, as seed 003 tuned its CLA* at 80 %.
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import argparse
 import os
 import sys

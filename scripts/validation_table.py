@@ -14,6 +14,8 @@ figures, met or NOT met, with the breadth counts.
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import json
 import sys
 from collections import defaultdict

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import perfmodel.float_path  # noqa: F401  (before numpy: one float path on every CPU)
+
 import fcntl
 import hashlib
 import pickle

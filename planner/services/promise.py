@@ -46,8 +46,9 @@ import copy
 import hashlib
 import json
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -85,8 +86,22 @@ TARGET_ROUNDS, GROWTH = 5, 2.0
 BACKOFF, BACKOFFS = 0.95, 4
 
 
-#: Service plans this process closed during the current fleet run (:func:`_closed`).
-_CLOSED: dict[tuple[str, int, str], tuple[Any, dict[str, Any]]] = {}
+#: Service plans closed in the open fleet run (:func:`closure_memo`); None outside one,
+#: so a caller that closes plans on its own (a schedule's busiest slot) keeps nothing.
+_CLOSED: dict[tuple[str, int, str], tuple[Any, dict[str, Any]]] | None = None
+
+
+@contextmanager
+def closure_memo(memo: dict | None = None) -> Iterator[None]:
+    """Open a closure memo for the block (:func:`_closed`): ``memo``, or a fresh one;
+    the one open before (usually none) is back after it, so memory lives as long as one
+    fleet run (or, in a split worker, as long as its request: :func:`_worker`)."""
+    global _CLOSED
+    outer, _CLOSED = _CLOSED, ({} if memo is None else memo)
+    try:
+        yield
+    finally:
+        _CLOSED = outer
 
 
 def _closed(plan: Plan, seed: int, router: str) -> dict[str, Any]:
@@ -99,8 +114,12 @@ def _closed(plan: Plan, seed: int, router: str) -> dict[str, Any]:
     context; the fleet's corrections steer the MILP, not the service plan it returns
     (:meth:`planner.services.solve.ServiceModel.plan`) -- and of the seed and router.
     So a plan whose dict (less its creation time) and context are those of one already
-    closed gets that closure again, copied.  :func:`close_fleet` empties the memo at
-    its start and end: two runs of one request each simulate their own."""
+    closed gets that closure again, copied.  The memo is open only inside
+    :func:`closure_memo` (:func:`close_fleet`, and a split worker's request:
+    :func:`_worker`): two runs of one request each simulate their own, and a
+    closure outside a run is simulated and forgotten."""
+    if _CLOSED is None:
+        return close_one(plan, seed=seed, router=router)
     d = plan.to_dict()
     d.pop("created_utc", None)
     text = json.dumps(d, sort_keys=True, default=repr)
@@ -193,20 +212,27 @@ def hold(req: FleetRequest, out: Outcome, *, seed: int = 0, router: str = "range
 
 # -- the best split, runnable in a worker process ------------------------------------------
 
-_MODELS: list[tuple[FleetRequest, list[ServiceModel]]] = []
+#: (request, its services' planning contexts, its closure memo): one per worker process
+_MODELS: list[tuple[FleetRequest, list[ServiceModel], dict]] = []
 #: (the models it is for, their solo ceiling): computed once per process and request
 _CEILING: list[tuple[Sequence[ServiceModel], float]] = []
 
 
-def _models_for(req: FleetRequest) -> list[ServiceModel]:
-    """The services' planning contexts for ``req``, built once per process (a worker
-    runs several rounds of one request)."""
-    for known, models in _MODELS:
-        if known == req:
-            return models
-    models = [ServiceModel.build(req, s) for s in req.fleet.services]
-    _MODELS[:] = [(req, models)]
-    return models
+@contextmanager
+def _worker(req: FleetRequest,
+            models: Sequence[ServiceModel] | None) -> Iterator[Sequence[ServiceModel]]:
+    """The planning contexts a split round runs on: the caller's (in this process,
+    inside :func:`close_fleet`, whose closure memo is open), or -- in a worker given the
+    request alone -- ones built once per process and request (a worker runs several
+    rounds of one request), with a closure memo that lives as long as they do."""
+    if models:
+        yield models
+        return
+    if not (_MODELS and _MODELS[0][0] == req):
+        _MODELS[:] = [(req, [ServiceModel.build(req, s) for s in req.fleet.services], {})]
+    _, built, memo = _MODELS[0]
+    with closure_memo(memo):
+        yield built
 
 
 def split_round(req: FleetRequest, correction: dict[str, Correction] | None, label: str,
@@ -216,21 +242,22 @@ def split_round(req: FleetRequest, correction: dict[str, Correction] | None, lab
     every service.  Takes the request alone, so a worker process can run it beside the
     joint plan: its contexts and its ceiling (:func:`solo_ceiling`, which needs no joint
     MILP) are built there once."""
-    models = models or _models_for(req)
-    if not (_CEILING and _CEILING[0][0] is models):
-        _CEILING[:] = [(models, solo_ceiling(req, models))]
-    sol = best_split(req, models, _CEILING[0][1], correction=correction)
-    if sol is None:
-        return None
-    return close_solution(req, models, sol, label, seed=seed, router=router)
+    with _worker(req, models) as models:
+        if not (_CEILING and _CEILING[0][0] is models):
+            _CEILING[:] = [(models, solo_ceiling(req, models))]
+        sol = best_split(req, models, _CEILING[0][1], correction=correction)
+        if sol is None:
+            return None
+        return close_solution(req, models, sol, label, seed=seed, router=router)
 
 
 def split_targets(req: FleetRequest, *, seed: int = 0, router: str = "range",
                   models: Sequence[ServiceModel] | None = None) -> list[Outcome]:
     """Every service alone for its target, re-planned while one falls short."""
-    models = models or _models_for(req)
-    return _target_rounds(req, lambda asked, fix: alone(req, models, asked, correction=fix),
-                          models, seed, router, None, "best split")
+    with _worker(req, models) as models:
+        return _target_rounds(
+            req, lambda asked, fix: alone(req, models, asked, correction=fix), models,
+            seed, router, None, "best split")
 
 
 def _target_rounds(req: FleetRequest,
@@ -319,6 +346,39 @@ def joint_solution(req: FleetRequest, models: Sequence[ServiceModel], *,
                         options=req.search_options, correction=correction)
 
 
+def _all_rounds(req: FleetRequest, models: Sequence[ServiceModel], runner: _Runner,
+                serial: Sequence[ServiceModel] | None, *, seed: int, router: str,
+                split: bool, speak: Say) -> tuple[list[Outcome], list[Outcome]]:
+    """Every joint and best-split round of :func:`close_fleet`, in that order."""
+    if req.targets:
+        pending = runner.submit(split_targets, req, seed=seed, router=router,
+                                models=serial) if split else (lambda: [])
+        joint_outs = _target_rounds(
+            req, lambda asked, fix: joint_solution(req, models, asked=asked,
+                                                   correction=fix),
+            models, seed, router, speak, "joint")
+        split_outs: list[Outcome] = pending()
+    else:
+        joint_outs, split_outs = [], []
+        fix: dict[str, Correction] | None = None
+        for r in range(1, ROUNDS + 1):
+            # the split is found and closed in the second process while the joint
+            # MILP is solved and closed here
+            next_split: Callable[[], Outcome | None] = runner.submit(
+                split_round, req, fix, f"best split, round {r}", seed=seed,
+                router=router, models=serial) if split else (lambda: None)
+            sol = joint_solution(req, models, correction=fix)
+            joint_outs.append(close_solution(req, models, sol, f"joint, round {r}",
+                                             seed=seed, router=router, say=speak))
+            got = next_split()
+            if got is not None:
+                split_outs.append(got)
+                speak(f"{got.label}: λ {got.rate:,.1f} requests/s for "
+                      f"${got.cost_per_hour:,.2f}/h")
+            fix = corrections(joint_outs[-1:] + split_outs[-1:])
+    return joint_outs, split_outs
+
+
 def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int = 0,
                 router: str = "range", split: bool = True, background: bool | None = None,
                 say: Say | None = None) -> FleetOutcome:
@@ -330,43 +390,17 @@ def close_fleet(req: FleetRequest, models: Sequence[ServiceModel], *, seed: int 
     speak = say or (lambda _m: None)
     if background is None:
         background = _in_background()
-    _CLOSED.clear()
     runner = _Runner(background and split)
     serial = None if background else models
     if split and background:
         speak("planning the best independent split in a second process")
     try:
-        if req.targets:
-            pending = runner.submit(split_targets, req, seed=seed, router=router,
-                                    models=serial) if split else (lambda: [])
-            joint_outs = _target_rounds(
-                req, lambda asked, fix: joint_solution(req, models, asked=asked,
-                                                       correction=fix),
-                models, seed, router, speak, "joint")
-            split_outs: list[Outcome] = pending()
-        else:
-            joint_outs, split_outs = [], []
-            fix: dict[str, Correction] | None = None
-            for r in range(1, ROUNDS + 1):
-                # the split is found and closed in the second process while the joint
-                # MILP is solved and closed here
-                next_split: Callable[[], Outcome | None] = runner.submit(
-                    split_round, req, fix, f"best split, round {r}", seed=seed,
-                    router=router, models=serial) if split else (lambda: None)
-                sol = joint_solution(req, models, correction=fix)
-                joint_outs.append(close_solution(req, models, sol, f"joint, round {r}",
-                                                 seed=seed, router=router, say=speak))
-                got = next_split()
-                if got is not None:
-                    split_outs.append(got)
-                    speak(f"{got.label}: λ {got.rate:,.1f} requests/s for "
-                          f"${got.cost_per_hour:,.2f}/h")
-                fix = corrections(joint_outs[-1:] + split_outs[-1:])
+        with closure_memo():
+            joint_outs, split_outs = _all_rounds(req, models, runner, serial, seed=seed,
+                                                 router=router, split=split, speak=speak)
     except BaseException:
         runner.close(abort=True)
         raise
-    finally:
-        _CLOSED.clear()
     runner.close()
     rounds = [o.record() for o in joint_outs + split_outs]
     milp = _best(joint_outs, req.targets)

@@ -143,17 +143,26 @@ def test_a_service_plan_is_closed_once_per_run(monkeypatch):
         return {"summary": {"requests_per_s": 10.0 * plan.islands}}
 
     monkeypatch.setattr(promise, "close_one", fake_close_one)
-    promise._CLOSED.clear()
     ctx = object()
-    first = promise._closed(_FakePlan(2, ctx), 0, "range")
-    first["summary"]["requests_per_s"] = -1.0  # a caller's edit must not reach the memo
-    again = promise._closed(_FakePlan(2, ctx, created="t1"), 0, "range")  # a later round
-    assert again == {"summary": {"requests_per_s": 20.0}}
-    assert closed == [(2, 0, "range")]
-    # another plan, seed, router or planning context is closed on its own
-    promise._closed(_FakePlan(3, ctx), 0, "range")
-    promise._closed(_FakePlan(2, ctx), 1, "range")
-    promise._closed(_FakePlan(2, ctx), 0, "jsq")
-    promise._closed(_FakePlan(2, object()), 0, "range")
-    assert len(closed) == 5
-    promise._CLOSED.clear()
+    with promise.closure_memo():
+        first = promise._closed(_FakePlan(2, ctx), 0, "range")
+        first["summary"]["requests_per_s"] = -1.0  # a caller's edit must not reach it
+        again = promise._closed(_FakePlan(2, ctx, created="t1"), 0, "range")  # round 2
+        assert again == {"summary": {"requests_per_s": 20.0}}
+        assert closed == [(2, 0, "range")]
+        # another plan, seed, router or planning context is closed on its own
+        promise._closed(_FakePlan(3, ctx), 0, "range")
+        promise._closed(_FakePlan(2, ctx), 1, "range")
+        promise._closed(_FakePlan(2, ctx), 0, "jsq")
+        promise._closed(_FakePlan(2, object()), 0, "range")
+        assert len(closed) == 5
+    # outside a run (a schedule's busiest slot) every closure is simulated, none kept
+    assert promise._CLOSED is None
+    promise._closed(_FakePlan(2, ctx), 0, "range")
+    promise._closed(_FakePlan(2, ctx), 0, "range")
+    assert len(closed) == 7
+    assert promise._CLOSED is None
+    # a new run does not see the last run's closures
+    with promise.closure_memo():
+        promise._closed(_FakePlan(2, ctx), 0, "range")
+    assert len(closed) == 8
