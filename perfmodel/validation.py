@@ -104,6 +104,7 @@ from perfmodel.validation_disagg import (
     disaggregated_point,
     sides,
     ttft_gap_summary,
+    wide_ep_decode_summary,
 )
 from perfmodel.validation_lengths import shape_for
 from perfmodel.validation_units import NotPredictable
@@ -783,19 +784,31 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
             "median_signed_moe": float(np.median(e[~dense]))}
 
 
+def _decode_ep(case: Case, row: dict[str, Any]) -> int:
+    """A row's decode expert parallelism: its decode side's, or a decode row's own (0:
+    the row has no decode)."""
+    if case.decode is not None:
+        return int(case.decode.ep)
+    return int(case.ep or 1) if row["phase"] == "decode" else 0
+
+
 def summary_document(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """What :data:`SUMMARY_FILE` holds: :func:`summary` and :func:`by_gpu` of every
     scored row (both files), the held-out figures and goals (:func:`held_out_summary`),
     the breadth (:func:`counts`), how far the published TTFT of the held-out
     disaggregated rows read as a run lies above the model's
-    (``validation_disagg.ttft_gap_summary``) and :func:`summary` of validation_cases.yaml
-    alone."""
+    (``validation_disagg.ttft_gap_summary``), the errors of the disaggregated rows with
+    a decode side wider than ``WIDE_EP`` GPUs (``validation_disagg.wide_ep_decode_summary``)
+    and :func:`summary` of validation_cases.yaml alone."""
     cases = cases_by_id()
     gap_rows = [(cases[r["case"]], r["quote"]) for r in rows
                 if r["scored"] and r["held_out"] and r["case"] in cases
                 and _reads_run(cases[r["case"]])]
+    decode_ep = [(_decode_ep(cases[r["case"]], r), r["error"], r["held_out"], r["engine"],
+                  r["gpu"]) for r in rows if r["scored"] and r["case"] in cases]
     return {**summary(rows), "by_gpu": by_gpu(rows), "held_out": held_out_summary(rows),
             "counts": counts(rows),
             "disaggregated_ttft_gap": ttft_gap_summary(gap_rows),
+            "wide_ep_decode": wide_ep_decode_summary([x for x in decode_ep if x[0]]),
             "validation_cases": summary([r for r in rows if r["origin"] == CASES_FILE]),
             "source": "docs/validation.md (c), scripts/validation_table.py"}

@@ -323,6 +323,37 @@ def ttft_gap_summary(pairs: list[tuple[Case, str]]) -> dict[str, Any]:
             "ratio_median": float(np.nanmedian(ratios))}
 
 
-__all__ = ["NOT_PRICED", "ROUTERS", "DisaggregatedPoint", "Side", "Stations",
+#: Decode expert parallelism above which a plan's decode island is "wide"
+#: (:func:`wide_ep_decode_summary`).
+WIDE_EP = 32
+
+
+def wide_ep_decode_summary(scored: list[tuple[int, float, bool, str, str]]) -> dict[str, Any]:
+    """The signed errors of the scored rows whose decode runs its experts over more
+    than :data:`WIDE_EP` GPUs, beside those over ``WIDE_EP / 2`` to ``WIDE_EP``
+    (``scored``: each row's decode expert parallelism, signed error, held-out flag,
+    engine and GPU).  Calibration and held-out rows both count: this is a disclosure
+    that a plan's caveats quote (``planner.report.answer.caveats``), not a fit.
+
+    Why: on 2026-12-07 every disaggregated row with a 48-GPU decode worker (SGLang on
+    GB200/GB300, six rows) was optimistic, by +18 % to +80 %, and two of the three
+    decode rows beyond 32 GPUs by +14 % and +29 %, while the rows at 17-32 GPUs had a
+    median of +5 % -- for a cause the model does not price (docs/perfmodel.md, known
+    limits).  The threshold was read off those rows; every regeneration recomputes
+    the figures."""
+    wide = [x for x in scored if x[0] > WIDE_EP]
+    narrow = [x[1] for x in scored if WIDE_EP // 2 < x[0] <= WIDE_EP]
+    if not wide:
+        return {"rows": 0, "threshold_ep": WIDE_EP}
+    errs = [x[1] for x in wide]
+    return {"threshold_ep": WIDE_EP, "rows": len(wide),
+            "held_out_rows": sum(bool(x[2]) for x in wide),
+            "median_signed": float(np.median(errs)), "min_signed": float(min(errs)),
+            "max_signed": float(max(errs)), "engines": sorted({x[3] for x in wide}),
+            "gpus": sorted({x[4] for x in wide}), "narrower_rows": len(narrow),
+            "narrower_median_signed": float(np.median(narrow)) if narrow else None}
+
+
+__all__ = ["NOT_PRICED", "ROUTERS", "WIDE_EP", "DisaggregatedPoint", "Side", "Stations",
            "benchmark_run", "disaggregated_point", "published_mean_ttft", "routing", "sides",
-           "stations", "ttft_gap_summary"]
+           "stations", "ttft_gap_summary", "wide_ep_decode_summary"]

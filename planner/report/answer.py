@@ -11,7 +11,7 @@ docs/validation.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfmodel.validation import shipped_summary
@@ -268,6 +268,38 @@ def disaggregated_ttft_caveat(ttft_ms: float | None, roles: set[str]) -> list[st
             f"{fmt(ttft_ms)} ms ceiling."]
 
 
+def wide_ep_decode_caveat(islands: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line when an island that decodes spreads its experts over more than
+    ``WIDE_EP`` GPUs: the perf model's errors on the published rows of such decodes
+    (``perfmodel.validation_disagg.wide_ep_decode_summary``), which lean optimistic for
+    a cause the model does not price (docs/perfmodel.md, known limits)."""
+    from perfmodel.parallel import ParallelConfig
+    from perfmodel.validation_disagg import WIDE_EP
+
+    widest = 0
+    for isl in islands:
+        if isl.get("role") == "prefill":
+            continue
+        try:
+            widest = max(widest, ParallelConfig.from_label(str(isl.get("config"))).ep)
+        except ValueError:  # a pipeline island's stages: no expert layout to read
+            continue
+    wide = shipped_summary().get("wide_ep_decode") or {}
+    if widest <= WIDE_EP or not wide.get("rows"):
+        return []
+    return [f"A decoding island here spreads its experts over {widest} GPUs. On the "
+            f"{wide['rows']} published decodes wider than {WIDE_EP} GPUs "
+            f"({', '.join(wide['engines'])} on {', '.join(wide['gpus'])}; "
+            f"{wide['held_out_rows']} held out from calibration) the perf model was "
+            f"optimistic by a median {100 * wide['median_signed']:+.0f} % "
+            f"({100 * wide['min_signed']:+.0f} to {100 * wide['max_signed']:+.0f} %), "
+            f"against {100 * (wide['narrower_median_signed'] or 0.0):+.0f} % at "
+            f"{WIDE_EP // 2 + 1}-{WIDE_EP} GPUs, for a cause it does not price "
+            "(docs/perfmodel.md, known limits); the capacity band does not carry it. "
+            "Plan with --plan-at p10 or measure such an island before relying on its "
+            "rate."]
+
+
 def caveats(plan: Mapping[str, Any]) -> list[str]:
     """What the figures assume and what they leave out, from this plan's inputs."""
     req = plan["request"]
@@ -287,6 +319,7 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
     out += _transfer_caveats(plan)
     out += disaggregated_ttft_caveat((req.get("slo") or {}).get("ttft_ms"),
                                      {str(i.get("role")) for i in plan.get("islands") or []})
+    out += wide_ep_decode_caveat(plan.get("islands") or [])
     exempt = s.get("slo_exempt")
     if exempt:
         lo, hi = exempt["lengths"]
@@ -323,4 +356,4 @@ def caveats(plan: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = ["GLOSSARY", "answer", "caveats", "confidence", "disaggregated_ttft_caveat",
-           "island_groups"]
+           "island_groups", "wide_ep_decode_caveat"]

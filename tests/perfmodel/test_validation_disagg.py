@@ -163,3 +163,20 @@ def test_the_published_ttft_gap_is_the_quoted_mean_ttft_above_the_runs_own():
     assert doc["rows"] == 2 and doc["median_s"] == pytest.approx(1.5)
     assert doc["q1_s"] == pytest.approx(1.25) and doc["q3_s"] == pytest.approx(1.75)
     assert ttft_gap_summary([(case, "none")]) == {"rows": 0}
+
+
+def test_the_wide_decode_summary_counts_only_decodes_beyond_the_threshold():
+    from perfmodel.validation_disagg import WIDE_EP, wide_ep_decode_summary
+
+    rows = [(48, 0.30, True, "sglang", "GB300-NVL72"), (72, -0.05, False, "vllm", "H100-SXM"),
+            (64, 0.10, False, "sglang", "GB200-NVL72"), (WIDE_EP, 0.90, False, "x", "y"),
+            (24, -0.20, True, "x", "y"), (8, 5.0, False, "x", "y")]
+    s = wide_ep_decode_summary(rows)
+    assert s["rows"] == 3 and s["held_out_rows"] == 1
+    assert s["median_signed"] == 0.10 and s["min_signed"] == -0.05
+    assert s["max_signed"] == 0.30
+    assert s["engines"] == ["sglang", "vllm"]
+    assert s["gpus"] == ["GB200-NVL72", "GB300-NVL72", "H100-SXM"]
+    # the comparison set is 17-32 GPUs: the 8-GPU row's +500 % is not in it
+    assert s["narrower_rows"] == 2 and abs(s["narrower_median_signed"] - 0.35) < 1e-12
+    assert wide_ep_decode_summary(rows[3:]) == {"rows": 0, "threshold_ep": WIDE_EP}

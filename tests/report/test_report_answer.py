@@ -66,6 +66,30 @@ def test_a_split_plan_with_a_ttft_ceiling_quotes_the_published_ttft_gap(plan):
         assert not any("separate islands" in c for c in answer.caveats(p))
 
 
+def test_a_decode_wider_than_32_gpus_quotes_the_published_wide_decodes(plan):
+    """A decoding island with more than 32 expert-parallel GPUs: the caveats quote the
+    published rows of such decodes as shipped; 32 GPUs, or a wide prefill island, do
+    not."""
+    wide = shipped_summary()["wide_ep_decode"]
+    assert wide["rows"] >= 6 and wide["min_signed"] <= wide["median_signed"] \
+        <= wide["max_signed"]
+
+    def with_decode(config: str, role: str = "decode") -> dict:
+        isl = dict(plan["islands"][0], role=role, config=config, size=48)
+        return dict(plan, islands=[isl] + plan["islands"][1:])
+
+    line = [c for c in answer.caveats(with_decode("tp1-dp48-ep48")) if "wider than" in c]
+    assert len(line) == 1
+    assert "over 48 GPUs" in line[0] and f"On the {wide['rows']} published" in line[0]
+    assert f"median {100 * wide['median_signed']:+.0f} %" in line[0]
+    assert "--plan-at p10" in line[0]
+    for p in (with_decode("tp1-dp32-ep32"), with_decode("tp1-dp48-ep48", "prefill"),
+              with_decode("tp8-dp6-ep1")):
+        assert not any("wider than" in c for c in answer.caveats(p))
+    assert any("wider than" in c for c in answer.caveats(with_decode("tp1-dp64-ep64",
+                                                                        "both")))
+
+
 def test_every_glossary_term_is_explained_in_both_renderers(plan):
     md = render_markdown(plan)
     page = render_html(plan, {name: b"png" for name in plots.FIGURES})
