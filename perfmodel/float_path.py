@@ -20,21 +20,29 @@ Measured on an AVX-512 machine against the shipped figures, which an AVX2 machin
 
 The same inputs and seed must give the same plan on a laptop, a CI runner and a cloud
 VM whatever their vector units, so this module asks both libraries, before numpy is
-imported, for the AVX2 path: ``NPY_DISABLE_CPU_FEATURES`` (names a CPU lacks are
-ignored) and, on a Linux x86-64 CPU with AVX2 and FMA, ``OPENBLAS_CORETYPE=Haswell``
-(an older CPU cannot run those kernels and keeps its own).  It is imported first by
-``perfmodel`` and ``planner``, and ruff's isort sections sort it first in scripts and
-the test conftest.  A process that imported numpy earlier keeps the code it got
-(:func:`pinned` tells); a variable you set yourself, even to an empty string, wins.
-Not reached: torch's own CPU kernels (the Bayesian-optimisation searches), and Arm
+imported, for the AVX2 path:
+
+* ``NPY_DISABLE_CPU_FEATURES`` -- names a CPU lacks are ignored.  Set only for a numpy
+  from a published wheel, whose baseline is below AVX2: numpy refuses to start with a
+  baseline feature disabled, which a build made with ``-march=native`` on an AVX-512
+  machine would have.
+* ``OPENBLAS_CORETYPE=Haswell`` -- only on a Linux x86-64 CPU with AVX2 and FMA (an
+  older CPU cannot run those kernels and keeps its own).
+
+It is imported first by ``perfmodel`` and ``planner``, and ruff's isort sections sort
+it first in scripts and the test conftest.  A process that imported numpy earlier keeps
+the code it got (:func:`pinned` tells); a variable you set yourself, even to an empty
+string, wins.  Not reached: torch's own CPU kernels (the Bayesian-optimisation searches), and Arm
 machines, whose NEON code may differ from x86 code in the last bits.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import sys
+from pathlib import Path
 
 #: numpy's AVX-512 dispatch groups (numpy 2.x names).
 AVX512_GROUPS = ("X86_V4", "AVX512_ICL", "AVX512_SPR")
@@ -57,8 +65,34 @@ def _has_avx2_fma() -> bool:
     return False
 
 
+#: Wheel platform tags of numpy builds whose baseline is numpy's default (below AVX2).
+_DEFAULT_BASELINE_TAGS = ("manylinux", "musllinux", "macosx", "win")
+
+
+def _numpy_dispatches_avx512() -> bool:
+    """Whether the installed numpy is a published wheel, found without importing it.
+    Such a build dispatches AVX-512 at run time and lets it be disabled; a build made
+    on the machine may have it in its baseline, and numpy refuses to start with a
+    baseline feature disabled."""
+    spec = importlib.util.find_spec("numpy")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    return published_wheel(Path(next(iter(spec.submodule_search_locations))).parent)
+
+
+def published_wheel(site: Path, dist: str = "numpy") -> bool:
+    """Whether ``dist``'s ``WHEEL`` file in ``site`` carries only the platform tags of
+    published builds (:data:`_DEFAULT_BASELINE_TAGS`); False without one."""
+    for wheel in sorted(site.glob(f"{dist}-*.dist-info/WHEEL")):
+        tags = [ln for ln in wheel.read_text().splitlines() if ln.startswith("Tag:")]
+        return bool(tags) and all(any(t in ln for t in _DEFAULT_BASELINE_TAGS)
+                                  for ln in tags)
+    return False
+
+
 if "numpy" not in sys.modules:
-    os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", " ".join(AVX512_GROUPS))
+    if _numpy_dispatches_avx512():
+        os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", " ".join(AVX512_GROUPS))
     if _has_avx2_fma():
         os.environ.setdefault("OPENBLAS_CORETYPE", OPENBLAS_AVX2[0])
 

@@ -56,3 +56,20 @@ def test_numpy_loaded_first_keeps_its_loops_and_says_so():
     has_avx512 = _fresh("import json\nfrom numpy._core._multiarray_umath import "
                         "__cpu_features__ as f\nprint(json.dumps(bool(f['X86_V4'])))")
     assert got["pinned"] is (not has_avx512)
+
+
+def test_numpy_is_pinned_only_when_it_is_a_published_wheel(tmp_path):
+    # a build made on the machine may carry AVX-512 in its baseline, and numpy refuses
+    # to start with a baseline feature disabled: such a numpy is left alone
+    def site(*tags: str):
+        d = tmp_path / f"site{len(list(tmp_path.iterdir()))}"
+        (d / "numpy-2.4.6.dist-info").mkdir(parents=True)
+        (d / "numpy-2.4.6.dist-info" / "WHEEL").write_text(
+            "Wheel-Version: 1.0\nGenerator: meson\n" + "".join(f"Tag: {t}\n" for t in tags))
+        return d
+
+    assert float_path.published_wheel(site("cp311-cp311-manylinux_2_28_x86_64"))
+    assert float_path.published_wheel(site("cp311-cp311-macosx_14_0_x86_64"))
+    assert not float_path.published_wheel(site("cp311-cp311-linux_x86_64"))
+    assert not float_path.published_wheel(site())
+    assert not float_path.published_wheel(tmp_path / "nowhere")
