@@ -268,7 +268,8 @@ def disaggregated_ttft_caveat(ttft_ms: float | None, roles: set[str]) -> list[st
             f"{fmt(ttft_ms)} ms ceiling."]
 
 
-def wide_ep_decode_caveat(islands: Sequence[Mapping[str, Any]]) -> list[str]:
+def wide_ep_decode_caveat(islands: Sequence[Mapping[str, Any]],
+                          where: str = "here") -> list[str]:
     """One line when an island that decodes spreads its experts over more than
     ``WIDE_EP`` GPUs: the perf model's errors on the published rows of such decodes
     (``perfmodel.validation_disagg.wide_ep_decode_summary``), which lean optimistic for
@@ -287,7 +288,7 @@ def wide_ep_decode_caveat(islands: Sequence[Mapping[str, Any]]) -> list[str]:
     wide = shipped_summary().get("wide_ep_decode") or {}
     if widest <= WIDE_EP or not wide.get("rows"):
         return []
-    return [f"A decoding island here spreads its experts over {widest} GPUs. On the "
+    return [f"A decoding island {where} spreads its experts over {widest} GPUs. On the "
             f"{wide['rows']} published decodes wider than {WIDE_EP} GPUs "
             f"({', '.join(wide['engines'])} on {', '.join(wide['gpus'])}; "
             f"{wide['held_out_rows']} held out from calibration) the perf model was "

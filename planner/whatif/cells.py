@@ -49,7 +49,8 @@ def outcome_cell(out: Outcome) -> dict[str, Any]:
             else out.analytic_requests_per_s,
             "capacity": out.capacity, "answer_from": out.answer_from, "why": out.why,
             "band": [None if not math.isfinite(x) else x
-                     for x in (out.band_p10_factor, out.band_p90_factor)]}
+                     for x in (out.band_p10_factor, out.band_p90_factor)],
+            "configs": list(out.configs)}
 
 
 def outcome_from_cell(scenario: Scenario, d: dict[str, Any], source: str) -> Outcome:
@@ -64,7 +65,8 @@ def outcome_from_cell(scenario: Scenario, d: dict[str, Any], source: str) -> Out
                        analytic_requests_per_s=_nan(d["analytic_requests_per_s"]),
                        capacity=str(d["capacity"]), answer_from=str(d["answer_from"]),
                        why=str(d["why"]), band_p10_factor=_nan((d.get("band") or [None])[0]),
-                       band_p90_factor=_nan((d.get("band") or [None, None])[1]))
+                       band_p90_factor=_nan((d.get("band") or [None, None])[1]),
+                       configs=tuple(str(c) for c in d.get("configs") or ()))
     except (KeyError, TypeError, ValueError) as err:
         raise PlannerError(f"{source}: not a what-if cell ({err}); delete the folder "
                            "to start afresh") from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from planner.report.answer import disaggregated_ttft_caveat
+from planner.report.answer import disaggregated_ttft_caveat, wide_ep_decode_caveat
 from planner.report.page import figure, html_table, page, term, tiles
 from planner.whatif.marginal import MarginalAnswer
 from planner.whatif.pareto import STUDY_TITLES
@@ -133,6 +133,8 @@ def caveats(result: WhatIfResult) -> list[str]:
     ]
     out += disaggregated_ttft_caveat(result.spec.slo.ttft_ms,
                                      {r for x in result.outcomes for r in x.roles})
+    out += wide_ep_decode_caveat([i for x in result.outcomes for i in x.islands()],
+                                 where="in a scenario's plan")
     if result.study("workload"):
         out.append("The workload study's requests/s are of other workloads: they compare "
                    "with the base only loosely.")

@@ -77,6 +77,18 @@ class Outcome:
     #: corrected figure carries its band.
     band_p10_factor: float = math.nan
     band_p90_factor: float = math.nan
+    #: Each island's parallel layout (``"tp1-dp8-ep8"``), parallel to ``layout``; empty
+    #: where unknown (a cell saved before it was kept).
+    configs: tuple[str, ...] = ()
+
+    def _configs(self) -> tuple[str, ...]:
+        return self.configs if len(self.configs) == len(self.layout) else \
+            ("",) * len(self.layout)
+
+    def islands(self) -> list[dict[str, str]]:
+        """Each island's role and layout (the layout "" where unknown)."""
+        return [{"role": r, "config": c} for r, c in zip(self.roles, self._configs(),
+                                                          strict=True)]
 
     @property
     def requests_per_s_p10(self) -> float:
@@ -119,8 +131,9 @@ class Outcome:
             "output_tokens_per_s": self.output_tokens_per_s,
             "usd_per_m_output_tokens": _finite(self.usd_per_m_output_tokens),
             "gpus": self.gpus,
-            "islands": [{"gpu": g, "size": n, "role": r}
-                        for (g, n), r in zip(self.layout, self.roles, strict=True)],
+            "islands": [{"gpu": g, "size": n, "role": r, "config": c or None}
+                        for (g, n), r, c in zip(self.layout, self.roles, self._configs(),
+                                                strict=True)],
             "bound": _finite(self.bound), "gap": _finite(self.gap), "seconds": self.seconds,
             "cached": self.cached}
 
@@ -159,7 +172,8 @@ def outcome_from_plan(scenario: Scenario, plan: dict[str, Any], solve: str, seco
                    analytic_requests_per_s=analytic, capacity=capacity,
                    answer_from=str(answer.get("label", "")) if isinstance(answer, dict)
                    else "", why=why, band_p10_factor=_number(band.get("p10_factor")),
-                   band_p90_factor=_number(band.get("p90_factor")))
+                   band_p90_factor=_number(band.get("p90_factor")),
+                   configs=tuple(str(i.get("config") or "") for i in islands))
 
 
 class Cells(Protocol):

@@ -82,6 +82,38 @@ def test_split_scenarios_under_a_ttft_ceiling_carry_the_published_ttft_gap(resul
     assert len(lines) == 1 and "1,500 ms" in lines[0]
 
 
+def test_a_scenario_with_a_decode_wider_than_32_gpus_carries_the_wide_decode_caveat(result):
+    """The fake runner's plans say nothing of their layouts: no caveat.  A scenario
+    whose plan decodes on 48 expert-parallel GPUs: the caveat, once."""
+    from dataclasses import replace
+
+    from planner.whatif.html import caveats
+
+    assert not any("wider than" in c for c in caveats(result))
+    first = result.outcomes[0]
+    wide = replace(first, configs=tuple("tp1-dp48-ep48" if r == "decode" else "tp8-dp1-ep8"
+                                        for r in first.roles))
+    lines = [c for c in caveats(replace(result, outcomes=[wide] + result.outcomes[1:]))
+             if "wider than" in c]
+    assert len(lines) == 1 and "in a scenario's plan spreads its experts over 48" in lines[0]
+
+
+def test_an_outcome_keeps_its_layouts_through_a_saved_cell(result):
+    from dataclasses import replace
+
+    from planner.whatif.cells import outcome_cell, outcome_from_cell
+
+    first = result.outcomes[0]
+    out = replace(first, configs=tuple(f"tp1-dp{8 * (k + 1)}-ep8"
+                                       for k in range(len(first.layout))))
+    back = outcome_from_cell(first.scenario, outcome_cell(out), "cell.json")
+    assert back.configs == out.configs
+    assert [i["config"] for i in out.to_dict()["islands"]] == list(out.configs)
+    old = {k: v for k, v in outcome_cell(out).items() if k != "configs"}  # an older cell
+    assert outcome_from_cell(first.scenario, old, "cell.json").configs == ()
+    assert all(i["config"] is None for i in first.to_dict()["islands"])
+
+
 def test_html_escapes_what_the_spec_names(tmp_path):
     evil = dict(SMALL_INVENTORY, name="<b>evil</b> & co")
     res = fake_result(tmp_path, {"budget_sweep": [32]}, inventory=evil)
