@@ -32,8 +32,8 @@ imported, for the AVX2 path:
 It is imported first by ``perfmodel`` and ``planner``, and ruff's isort sections sort
 it first in scripts and the test conftest.  A process that imported numpy earlier keeps
 the code it got (:func:`pinned` tells); a variable you set yourself, even to an empty
-string, wins.  Not reached: torch's own CPU kernels (the Bayesian-optimisation searches), and Arm
-machines, whose NEON code may differ from x86 code in the last bits.
+string, wins.  Not reached: torch's own CPU kernels (the Bayesian-optimisation
+searches), and Arm machines, whose NEON code may differ from x86 code in the last bits.
 """
 
 from __future__ import annotations

@@ -797,9 +797,10 @@ def summary_document(rows: list[dict[str, Any]]) -> dict[str, Any]:
     scored row (both files), the held-out figures and goals (:func:`held_out_summary`),
     the breadth (:func:`counts`), how far the published TTFT of the held-out
     disaggregated rows read as a run lies above the model's
-    (``validation_disagg.ttft_gap_summary``), the errors of the disaggregated rows with
-    a decode side wider than ``WIDE_EP`` GPUs (``validation_disagg.wide_ep_decode_summary``)
-    and :func:`summary` of validation_cases.yaml alone."""
+    (``validation_disagg.ttft_gap_summary``), the errors of the rows whose decode
+    (a disaggregated row's decode side, or a decode row itself) spreads its experts over
+    more than ``WIDE_EP`` GPUs (``validation_disagg.wide_ep_decode_summary``) and
+    :func:`summary` of validation_cases.yaml alone."""
     cases = cases_by_id()
     gap_rows = [(cases[r["case"]], r["quote"]) for r in rows
                 if r["scored"] and r["held_out"] and r["case"] in cases
