@@ -28,6 +28,9 @@ DTYPE_BYTES = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 #: checkpoints (FBGEMM row-wise FP8), which quantize the feed-forward layers only
 #: (:attr:`ModelSpec.fp8_scope`).
 WEIGHT_DTYPES = (*DTYPE_BYTES, "fp8_ffn")
+#: KV-cache precisions the attention kernels price (measured tables hold BF16 and FP8 KV
+#: caches only); an FP4 or FP32 cache would be a guess, so it is refused by name.
+KV_DTYPES = ("bf16", "fp8")
 #: Layers whose MLP an ``ffn``-scoped FP8 checkpoint keeps in BF16: the first and the
 #: last (Llama 3 paper, arXiv 2407.21783, section 6.2).
 FFN_SCOPE_BF16_LAYERS = 2
@@ -222,7 +225,7 @@ class ModelSpec:
         """This model with its weight and KV dtypes overridden (None keeps the config's);
         a weight dtype also sets the FP8 scope (``fp8_ffn``: :attr:`fp8_scope` "ffn")."""
         for label, value, known in (("weight dtype", weight_dtype, WEIGHT_DTYPES),
-                                    ("kv dtype", kv_dtype, tuple(DTYPE_BYTES))):
+                                    ("kv dtype", kv_dtype, KV_DTYPES)):
             if value is not None and value not in known:
                 raise InputError(f"unknown {label} '{value}'; known: {', '.join(known)}")
         scope = self.fp8_scope

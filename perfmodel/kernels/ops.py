@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from perfmodel.hardware import GPU
+from perfmodel.models import DTYPE_BYTES, KV_DTYPES
 
 WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "fp4": 0.5625}  # fp4: +1/16 scales
-KV_BYTES = {"bf16": 2.0, "fp8": 1.0}
+KV_BYTES = {kind: DTYPE_BYTES[kind] for kind in KV_DTYPES}
 #: Database dtype names of each precision kind (aiconfigurator-core parquet columns).
 DB_DTYPE = {"bf16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "fp4": "nvfp4"}
 MLA_KV_DIM = 576  # latent 512 + rope 64 elements cached per token (DeepSeek-V2/V3)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 
 def test_perf_table(run_cli):
     rc, out, err = run_cli("perf", "--gpu", "H200", "--gpus", "16", "--model", "deepseek-v3",
@@ -51,6 +53,15 @@ def test_perf_usage_errors(run_cli):
     assert rc == 2 and "--hit-rate" in err
     rc, _, err = run_cli("perf", "--gpus", "many")
     assert rc == 2
+
+
+@pytest.mark.parametrize("kv", ["fp4", "fp16", "fp32"])
+def test_a_kv_cache_precision_no_kernel_prices_is_refused_by_name(run_cli, kv):
+    """The attention kernels price BF16 and FP8 caches only; another precision used to
+    reach a kernel table lookup and end in a KeyError traceback."""
+    rc, out, err = run_cli("perf", "--gpus", "8", "--kv-dtype", kv)
+    assert rc == 2 and out == ""
+    assert err.strip() == f"error: --kv-dtype: unknown kv dtype '{kv}'; known: bf16, fp8"
 
 
 def test_perf_throughput_and_tpot_come_from_one_step_time(run_cli):

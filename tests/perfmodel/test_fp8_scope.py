@@ -72,6 +72,8 @@ def test_unknown_weight_dtype_lists_the_scoped_one():
         get_model(L405).with_dtypes("fp9")
     with pytest.raises(PlannerError, match="unknown kv dtype 'fp8_ffn'"):
         get_model(L405).with_dtypes(kv_dtype="fp8_ffn")
+    with pytest.raises(PlannerError, match="unknown kv dtype 'fp4'; known: bf16, fp8$"):
+        get_model(L405).with_dtypes(kv_dtype="fp4")
 
 
 def test_perf_cli_takes_the_scope(run_cli):
