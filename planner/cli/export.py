@@ -26,8 +26,8 @@ def export(
     fmt: str = typer.Option("shell", "--format", help="shell: one launch script per island, "
                             "router.json and a README; k8s: manifests.yaml (Deployments, "
                             "LeaderWorkerSets, Services, ConfigMaps) and router.json."),
-    out: Path | None = typer.Option(None, "--out", help="Folder to write (created in one "
-                                    "step).", show_default="RUN_DIR/export"),
+    out: str | None = typer.Option(None, "--out", help="Folder to write (created in one "
+                                   "step).", show_default="RUN_DIR/export"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the folder written."),
 ) -> None:
     """Write launch commands for the plan's engine, a router configuration and (with
@@ -38,8 +38,9 @@ def export(
 
     if fmt not in FORMATS:
         raise PlannerError(f"--format: {fmt!r} is not a format ({', '.join(FORMATS)})")
-    target = out if out is not None else run_dir / "export"
-    check_run_folder(target, "--out", run_file="router.json")
+    target = Path(out) if out is not None else run_dir / "export"
+    check_run_folder(out if out is not None else target,  # a str: Path("") would be "."
+                     "--out", run_file="router.json")
     from planner.schedule.run import is_schedule_run
     from planner.services.run import is_fleet_run
 

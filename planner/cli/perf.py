@@ -297,6 +297,12 @@ def perf(
     spec = values.naming("--model", get_model, model)
     spec = values.naming("--weight-dtype", spec.with_dtypes, weight_dtype, None)
     spec = values.naming("--kv-dtype", spec.with_dtypes, None, kv_dtype)
+    if fp8_attention and spec.kv_dtype != "fp8":  # the kernels would ignore it
+        raise PlannerError(f"--fp8-attention needs an FP8 KV cache (--kv-dtype fp8); "
+                           f"{spec.name}'s is {spec.kv_dtype}")
+    if 0 < decode_max < output_len:
+        raise PlannerError(f"--decode-max {decode_max} is below --output {output_len}: the "
+                           "KV reserve must hold at least the mean answer (0: 2x --output)")
     gpu_spec = values.naming("--gpu", get_gpu, gpu)
     prof = values.naming("--engine", get_engine,
                          engine if engine is not None else default_engine(gpu_spec))
@@ -310,6 +316,9 @@ def perf(
     for value, flag in ((tp, "--tp"), (dp, "--dp"), (ep, "--ep")):
         if value is not None and (value < 1 or gpus % value):
             raise PlannerError(f"{flag} {value} must be a divisor of --gpus {gpus}")
+    if tp is not None and dp is not None and tp * dp != gpus:
+        raise PlannerError(f"--tp {tp} x --dp {dp} = {tp * dp} GPUs; they must multiply to "
+                           f"--gpus {gpus}")
     if any(v is not None for v in (tp, dp, ep)):
         cfg = ParallelConfig(tp or gpus // max(dp or 1, 1), dp or gpus // max(tp or 1, 1),
                              ep if ep is not None else 1)

@@ -4,7 +4,9 @@ Everything is first written into a temporary folder beside the run folder (same 
 system, so renames are atomic), then published:
 
 * run folder absent or empty: the temporary folder is renamed onto it in one step,
-  so the folder either does not exist or is complete;
+  so the folder either does not exist or is complete -- unless it is the working
+  folder or holds it (``--out .``), which a rename would replace under the user's
+  shell; that one is filled as below;
 * run folder already holds files (a re-render, or a re-run into the same folder):
   each file replaces its same-named predecessor with an atomic ``os.replace``,
   ``plan.json`` last.  Other files in the folder are left alone.  A reader never sees
@@ -57,7 +59,7 @@ def publish(files: Mapping[str, bytes], run_dir: Path) -> list[Path]:
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             _write_bytes(tmp / name, data)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report folder is not
-        if not run_dir.exists() or _is_empty_dir(run_dir):
+        if not run_dir.exists() or (_is_empty_dir(run_dir) and not _holds_cwd(where)):
             try:
                 os.rename(tmp, where)  # POSIX: replaces an empty folder atomically
                 return [run_dir / name for name in files]
@@ -75,6 +77,17 @@ def publish(files: Mapping[str, bytes], run_dir: Path) -> list[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _holds_cwd(folder: Path) -> bool:
+    """Whether the working folder is ``folder`` or inside it: renaming a new folder over
+    it would leave the user's shell in a deleted folder, so files are moved in instead."""
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:  # the working folder is already gone
+        return False
+    folder = folder.resolve()
+    return cwd == folder or folder in cwd.parents
 
 
 def check_run_folder(run_dir: Path | str, flag: str = "--out", run_file: str = LAST) -> None:

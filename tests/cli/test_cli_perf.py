@@ -39,7 +39,7 @@ def test_perf_csv_sweep(run_cli, tmp_path):
 def test_perf_model_does_not_fit(run_cli):
     rc, out, _ = run_cli("perf", "--gpu", "H800", "--gpus", "8", "--model", "deepseek-v3")
     assert rc == 1
-    assert "needs at least" in out and "GB usable" in out
+    assert "needs at least" in out and "GiB usable of 80 GiB" in out
 
 
 def test_perf_usage_errors(run_cli):
@@ -62,6 +62,24 @@ def test_a_kv_cache_precision_no_kernel_prices_is_refused_by_name(run_cli, kv):
     rc, out, err = run_cli("perf", "--gpus", "8", "--kv-dtype", kv)
     assert rc == 2 and out == ""
     assert err.strip() == f"error: --kv-dtype: unknown kv dtype '{kv}'; known: bf16, fp8"
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--fp8-attention"],
+     "--fp8-attention needs an FP8 KV cache (--kv-dtype fp8); deepseek-v3's is bf16"),
+    (["--fp8-attention", "--kv-dtype", "bf16"],
+     "--fp8-attention needs an FP8 KV cache (--kv-dtype fp8); deepseek-v3's is bf16"),
+    (["--decode-max", "5", "--output", "200"],
+     "--decode-max 5 is below --output 200: the KV reserve must hold at least the mean "
+     "answer (0: 2x --output)"),
+    (["--tp", "4", "--dp", "2"], "--tp 4 x --dp 2 = 8 GPUs; they must multiply to --gpus 16"),
+])
+def test_flags_that_would_be_ignored_or_contradict_are_refused(run_cli, argv, line):
+    """Each of these used to run: FP8 attention without an FP8 cache was silently
+    dropped, a KV reserve below the mean answer was taken as given, and tp x dp not
+    matching the island came back as a message about divisors."""
+    rc, out, err = run_cli("perf", "--gpus", "16", *argv)
+    assert rc == 2 and out == "" and err.strip() == f"error: {line}"
 
 
 def test_perf_throughput_and_tpot_come_from_one_step_time(run_cli):

@@ -12,6 +12,7 @@ import copy
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -396,6 +397,27 @@ def test_out_folder_of_other_files_is_refused_and_reexport_replaces(plans, tmp_p
     first = sorted(p.name for p in target.iterdir())
     assert _cli("export", str(run), "--out", str(target), "-q") == 0
     assert sorted(p.name for p in target.iterdir()) == first
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_an_empty_out_is_refused_and_the_working_folder_is_never_replaced(
+        plans, tmp_path, capsys, monkeypatch):
+    """``--out ''`` used to reach the folder as "." and write there; into an empty
+    working folder the publish renamed a new folder over it, leaving the user's shell
+    in a deleted folder."""
+    run = plans["sglang", "moe"]
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    capsys.readouterr()
+    assert _cli("export", str(run), "--out", "") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --out: empty path; name a run folder"
+    assert not any(here.iterdir())
+    inode = here.stat().st_ino
+    assert _cli("export", str(run), "--out", ".", "-q") == 0
+    assert here.stat().st_ino == inode and Path.cwd() == here
+    assert (here / "router.json").is_file()
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
 
 
