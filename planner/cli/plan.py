@@ -192,6 +192,13 @@ def plan(
     target_rps = values.number(target_rps, "--target-rps", gt=0, le=values.MAX_RATE)
     for value, flag in ((ttft_ms, "--ttft"), (tpot_ms, "--tpot")):
         values.number(value, flag, gt=0, le=values.MAX_LATENCY_MS)
+    if no_slo:  # a ceiling beside --no-slo would be dropped without a word
+        ceilings = [flag for flag, value, default in (
+            ("--ttft", ttft_ms, DEFAULT_SLO.ttft_ms), ("--tpot", tpot_ms, DEFAULT_SLO.tpot_ms))
+            if value != default]
+        if ceilings:
+            raise PlannerError(f"{', '.join(ceilings)} and --no-slo contradict: --no-slo "
+                               "plans with no latency ceilings")
     values.seed(seed)
     _check_router(router)
     values.number(ranges, "--ranges", integer=True, ge=1, le=values.MAX_RANGES)
@@ -276,6 +283,12 @@ def plan(
         wrong = engine_flag_error(engine, gpus)
         if wrong:
             raise PlannerError(f"{inventory}: {wrong}")
+    search_flags = [flag for flag, value in (
+        ("--iterations", iterations), ("--batch-size", batch_size), ("--workers", workers),
+        ("--ray-address", ray_address)) if value is not None]
+    if search_flags and search != "auto" and search in SEARCHES and not iterative(search):
+        raise PlannerError(f"{', '.join(search_flags)}: --search {search} has no iterations "
+                           "or batches; they apply to the BO and random searches")
     options = {k: v for k, v in (("iterations", iterations), ("batch_size", batch_size))
                if v is not None and (search == "auto" or iterative(search))}
     req = PlanRequest(inv, model=model, workload=workload, budget=budget,
@@ -313,6 +326,11 @@ def plan(
         with interrupt_on_sigterm(), progress:
             result = make_plan(req, progress=step, checkpoint=checkpoint, executor=executor,
                                resume=resume)
+        used = result.search.name if result.search is not None else ""
+        if search_flags and used and used in SEARCHES and not iterative(used):
+            console.print(f"note: {', '.join(search_flags)} unused: --search auto ran the "
+                          f"{used} search, which has no iterations or batches",
+                          highlight=False, soft_wrap=True)
         if sim_check and not needs_context(inner):
             plan_dict = _close_loop(result, seed, router, console, quiet)
         else:

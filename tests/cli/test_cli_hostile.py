@@ -183,3 +183,32 @@ def test_a_million_gpus_under_a_budget_is_planned_from_what_it_buys():
     space = SearchSpace.from_inventory(inv, budget=512.0)
     assert {t.name: t.available for t in space.types} == {"H200": 146, "H20": 8}
     assert SearchSpace.from_inventory(inv).types[0].available == 1_000_000
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--no-slo", "--ttft", "100"],
+     "--ttft and --no-slo contradict: --no-slo plans with no latency ceilings"),
+    (["--search", "exact", "--iterations", "5", "--workers", "2"],
+     "--iterations, --workers: --search exact has no iterations or batches; they apply to "
+     "the BO and random searches"),
+])
+def test_plan_flags_that_would_be_dropped_are_refused(run_cli, small_inventory, tmp_path,
+                                                      argv, line):
+    """Both used to plan, dropping the flag without a word."""
+    rc, _, err = run_cli(*PLAN, "--inventory", str(small_inventory), "--budget", "64",
+                         "--out", str(tmp_path / "r"), *argv)
+    assert rc == 2 and _one_error_line(err) == f"error: {line}"
+    assert not (tmp_path / "r").exists()
+
+
+def test_iteration_flags_auto_does_not_use_are_named(run_cli, small_inventory, tmp_path):
+    """--search auto picks the exact MILP on this inventory; --iterations is then unused,
+    which the run says (stderr) rather than refusing: auto's choice depends on the size
+    of the problem, not on the flags."""
+    rc, _, err = run_cli("plan", "--model", "llama-3.1-70b", "--ranges", "8",
+                         "--no-sim-check", "--no-homogeneous", "--no-exact",
+                         "--inventory", str(small_inventory), "--budget", "64",
+                         "--iterations", "5", "--out", str(tmp_path / "r"))
+    assert rc == 0 and (tmp_path / "r" / "plan.json").is_file()
+    assert ("note: --iterations unused: --search auto ran the exact search, which has no "
+            "iterations or batches") in err
