@@ -29,7 +29,7 @@ from planner.cli.console import results_console
 from planner.cli.progress import sim_bars
 from planner.core.errors import PlannerError
 from planner.sim.routers.registry import ROUTERS
-from planner.workload.loaders import TRACE_FORMATS
+from planner.workload.loaders import MAPPED_FORMATS, TRACE_FORMATS
 
 
 def simulate(
@@ -91,7 +91,13 @@ def simulate(
     from planner.report import load_plan, render_report
     from planner.sim.arrivals import parse_rate
     from planner.sim.results import simulation_files
-    from planner.sim.run import SimSettings, parse_warmup, pipeline_settings, run_plan
+    from planner.sim.run import (
+        ARRIVALS,
+        SimSettings,
+        parse_warmup,
+        pipeline_settings,
+        run_plan,
+    )
     from planner.workload import load_workload
 
     values.seed(seed)
@@ -107,6 +113,11 @@ def simulate(
         _replay_schedule(run_dir, profile, router, seed, given, quiet)
         return
     values.number(requests, "-n/--requests", integer=True, ge=1, le=values.MAX_SIM_REQUESTS)
+    if arrivals not in ARRIVALS:  # here, not in the run, which names the plan's file
+        raise PlannerError(f"--arrivals must be one of {', '.join(ARRIVALS)}, got "
+                           f"{arrivals!r}")
+    if trace is None and trace_format != "azure":
+        raise PlannerError("--trace-format applies only with --trace")
     for value, flag in ((ttft_slo, "--ttft-slo"), (tpot_slo, "--tpot-slo")):
         values.number(value, flag, gt=0, le=values.MAX_LATENCY_MS / 1000)
     warmup_s, fraction = values.naming("--warmup", parse_warmup, warmup)
@@ -143,6 +154,11 @@ def simulate(
         if trace_format not in TRACE_FORMATS:
             raise PlannerError(f"--trace-format: unknown trace format {trace_format!r}; "
                                f"known formats: {', '.join(TRACE_FORMATS)}")
+        if trace_format in MAPPED_FORMATS:
+            raise PlannerError(f"--trace-format {trace_format} needs a column mapping, which "
+                               "simulate does not take: fit a workload from the trace "
+                               f"(planner workload fit TRACE --format {trace_format} "
+                               "--columns ...) and simulate with --workload")
         values.naming("--trace", check_file, trace)
     console = Console(stderr=True)
     progress, bar = sim_bars(console, quiet)

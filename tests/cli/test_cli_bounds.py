@@ -92,6 +92,26 @@ def test_simulate_blames_the_flag_not_the_plan(run_cli, tmp_path, run_copy):
     assert rc == 2 and line.startswith("error: --trace") and "plan.json" not in line
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["--arrivals", "foo"], "--arrivals must be one of auto, poisson, gamma, got 'foo'"),
+    (["--trace-format", "csv"], "--trace-format applies only with --trace"),
+    (["--trace", "TRACE", "--trace-format", "csv"],
+     "--trace-format csv needs a column mapping, which simulate does not take: fit a "
+     "workload from the trace (planner workload fit TRACE --format csv --columns ...) and "
+     "simulate with --workload"),
+])
+def test_simulate_flags_are_refused_by_name_before_the_run(run_cli, tmp_path, run_copy,
+                                                           argv, line):
+    """The first two used to blame plan.json (or be ignored); the third sent the user to
+    a --columns flag simulate does not have."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("ts,prompt,completion\n0,10,5\n")
+    argv = [str(trace) if a == "TRACE" else a for a in argv]
+    rc, _, err = run_cli("simulate", str(run_copy), "-n", "100", *argv)
+    assert rc == 2 and _one_line(err) == f"error: {line}"
+    assert not (run_copy / "simulation").exists()
+
+
 def test_a_budget_that_buys_no_gpu_names_its_flag(run_cli, small_inventory, tmp_path):
     for argv, flag in ((("--budget", "0.5", "--budget-sweep", "64"), "--budget"),
                        (("--budget", "64", "--budget-sweep", "1,2"), "--budget-sweep")):

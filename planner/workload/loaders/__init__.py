@@ -32,6 +32,8 @@ _LOADERS: dict[str, tuple[Callable[..., Iterator[TraceChunk]], str]] = {
     "jsonl": (generic_jsonl_chunks, "s"),
 }
 TRACE_FORMATS = tuple(_LOADERS)
+#: Formats that read nothing without a column (key) mapping.
+MAPPED_FORMATS = ("csv", "jsonl")
 COLUMN_ROLES = ("input", "output", "time", "hash_ids")
 
 
@@ -62,4 +64,4 @@ def iter_trace(path: str | Path, fmt: str, *, columns: Mapping[str, str] | None 
     return loader(path, columns, time_unit=unit, chunk_rows=chunk_rows)
 
 
-__all__ = ["TRACE_FORMATS", "TraceChunk", "iter_trace"]
+__all__ = ["MAPPED_FORMATS", "TRACE_FORMATS", "TraceChunk", "iter_trace"]
