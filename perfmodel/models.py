@@ -360,15 +360,21 @@ def list_models() -> list[str]:
 
 
 def get_model(name_or_path: str) -> ModelSpec:
-    """A built-in model by name (case-insensitive), or a path to a config.json."""
+    """A built-in model by name (case-insensitive), a path to a config.json, or a
+    checkpoint folder holding one (named after the folder)."""
     path = Path(name_or_path)
+    name = path.stem
+    if path.is_dir():  # a Hugging Face checkpoint folder
+        if not (path / "config.json").is_file():
+            raise InputError(f"model config '{name_or_path}' is a folder with no config.json")
+        path, name = path / "config.json", path.resolve().name
     if path.suffix == ".json" or path.exists():
         if not path.is_file():
             raise InputError(f"model config '{name_or_path}' does not exist")
         cfg = read_json(path, "model config")
         if not isinstance(cfg, dict):
             raise InputError(f"{path}: expected a JSON object of config fields")
-        return model_from_hf_config(cfg, path.stem, str(path))
+        return model_from_hf_config(cfg, name, str(path))
     key = name_or_path.lower()
     if key not in list_models():
         raise InputError(f"unknown model '{name_or_path}'; known models: "

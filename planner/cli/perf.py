@@ -227,7 +227,8 @@ def _print_catalog(as_json: bool) -> None:
 def perf(
     gpu: str = typer.Option("H200", help="GPU type (catalog name)."),
     gpus: int = typer.Option(16, help="GPUs in the island."),
-    model: str = typer.Option(DEFAULT_MODEL, help="Built-in model name or config.json path."),
+    model: str = typer.Option(DEFAULT_MODEL, help="Built-in model, config.json path, or "
+                              "a checkpoint folder holding one."),
     input_len: int = typer.Option(2000, "--input", help="Input (prompt) tokens."),
     output_len: int = typer.Option(200, "--output", help="Mean output (decode) tokens."),
     decode_max: int = typer.Option(0, help="Max output tokens to reserve KV for (0: 2x --output)."),

@@ -92,7 +92,8 @@ def plan(
                                  show_default="the whole inventory's cost"),
     target_rps: float = typer.Option(None, help="Instead of a budget: serve this many "
                                      "requests/s at the lowest $/hour."),
-    model: str = typer.Option(DEFAULT_MODEL, help="Built-in model or config.json path."),
+    model: str = typer.Option(DEFAULT_MODEL, help="Built-in model, config.json path, or "
+                              "a checkpoint folder holding one."),
     workload: str = typer.Option(DEFAULT_WORKLOAD, help="Built-in workload or YAML path."),
     search: str = typer.Option("auto", help=f"Outer search. {OUTER_SEARCHES.help(AUTO_HELP)}."),
     inner: str = typer.Option(DEFAULT_INNER, help=f"Inner solver. {INNER_SOLVERS.help()}."),

@@ -276,6 +276,10 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
     if dupes:
         raise PlannerError(f"{where}: field 'gpus' lists {dupes} more than once (GPU "
                            "names are case-insensitive)")
+    for key in ("name", "source"):  # labels in every report: text, not a list or map
+        label = data.get(key)
+        if label is not None and not isinstance(label, str | int | float):
+            raise PlannerError(f"{where}: field '{key}' must be text, got {label!r}")
     network = data.get("network")
     if network is not None and not isinstance(network, dict):
         raise PlannerError(f"{where}: field 'network' must be a mapping")

@@ -46,6 +46,8 @@ def resolve_workload_path(name_or_path: str | Path) -> Path:
     looks_like_path = (isinstance(name_or_path, Path) or path.suffix in _SUFFIXES
                        or "/" in text or "\\" in text)
     if looks_like_path:
+        if path.is_dir():
+            raise PlannerError(f"{path}: is a folder, not a workload file")
         if not path.is_file():
             raise PlannerError(f"{path}: no such workload file")
         return path

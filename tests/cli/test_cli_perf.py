@@ -82,6 +82,26 @@ def test_flags_that_would_be_ignored_or_contradict_are_refused(run_cli, argv, li
     assert rc == 2 and out == "" and err.strip() == f"error: {line}"
 
 
+def test_a_checkpoint_folder_is_read_through_its_config(run_cli, tmp_path):
+    """A Hugging Face checkpoint folder is what users have at hand: its config.json is
+    read and the model is named after the folder; a folder without one is refused by
+    name (it used to be reported as not existing)."""
+    from importlib import resources
+
+    ckpt = tmp_path / "My-Llama"
+    ckpt.mkdir()
+    src = resources.files("perfmodel").joinpath("data/models/llama-3.1-8b.json")
+    (ckpt / "config.json").write_text(src.read_text())
+    rc, out, err = run_cli("perf", "--gpu", "H100-SXM", "--gpus", "1", "--model", str(ckpt),
+                           "--json")
+    assert rc == 0, err
+    assert json.loads(out)["model"] == "My-Llama"
+    (tmp_path / "empty").mkdir()
+    rc, _, err = run_cli("perf", "--model", str(tmp_path / "empty"))
+    assert rc == 2 and err.strip() == (f"error: --model: model config '{tmp_path / 'empty'}' "
+                                       "is a folder with no config.json")
+
+
 def test_perf_throughput_and_tpot_come_from_one_step_time(run_cli):
     """The decode row's throughput is its batch over its TPOT (issue 14: once 2x apart)."""
     rc, out, err = run_cli("perf", "--gpu", "H200", "--gpus", "16", "--json")

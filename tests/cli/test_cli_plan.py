@@ -57,6 +57,10 @@ BAD = [
      "datasheet", "is missing"),
     ("gpus: []\n", "field 'gpus'", "non-empty"),
     ("gpus:\n  - {type: H200, count: 8, colour: red}\n", "unknown field", "colour"),
+    ("name: [1, 2]\ngpus:\n  - {type: H200, count: 8}\n", "field 'name'",
+     "must be text, got [1, 2]"),
+    ("source: {a: 1}\ngpus:\n  - {type: H200, count: 8}\n", "field 'source'",
+     "must be text"),
 ]
 
 

@@ -58,6 +58,12 @@ def test_show_unknown_name(capsys):
     assert err.count("\n") == 1 and "unknown workload 'nope'" in err
 
 
+def test_show_a_folder_says_it_is_one(tmp_path, capsys):
+    assert run(["workload", "show", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {tmp_path}: is a folder, not a workload file\n"
+
+
 def test_fit_end_to_end(tmp_path, capsys):
     trace = tmp_path / "t.csv"
     trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"

@@ -256,6 +256,11 @@ def test_unknown_format_and_missing_mapping(tmp_path):
         fit_trace(path, "csv")
     with pytest.raises(PlannerError, match="no such file"):
         fit_trace(tmp_path / "nope.csv", "azure")
+    for fmt in ("csv", "jsonl"):  # a missing file is said before a missing mapping
+        with pytest.raises(PlannerError, match="nope.csv: no such file$"):
+            fit_trace(tmp_path / "nope.csv", fmt)
+        with pytest.raises(PlannerError, match=": not a regular file$"):
+            fit_trace(tmp_path, fmt)
 
 
 def test_gzip_traces(tmp_path):

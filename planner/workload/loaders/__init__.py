@@ -15,6 +15,7 @@ from planner.workload.loaders.common import (
     DEFAULT_CHUNK_ROWS,
     TIME_UNITS,
     TraceChunk,
+    check_file,
 )
 from planner.workload.loaders.csv_formats import (
     azure_chunks,
@@ -55,6 +56,7 @@ def iter_trace(path: str | Path, fmt: str, *, columns: Mapping[str, str] | None 
         if role not in COLUMN_ROLES:
             raise PlannerError(f"{path}: unknown column role {role!r}; "
                                f"expected one of {', '.join(COLUMN_ROLES)}")
+    check_file(path)  # before the mapping: a missing file is the first thing to say
     loader, default_unit = _LOADERS[fmt]
     unit = time_unit or default_unit
     if unit not in TIME_UNITS:
