@@ -249,6 +249,10 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
                 options.append((g * e.price_per_hour, f"{g} x {e.name}"))
         if not options:
             sizes = ", ".join(f"{e.count} x {e.name}" for e in req.inventory.entries)
+            if not any(_sizes(req, e.name, e.count) for e in req.inventory.entries):
+                raise NoPlanError(f"{source}: no island can be formed ({sizes}): each type's "
+                                  "min_island is above its count; lower min_island or add "
+                                  "GPUs")
             raise NoPlanError(f"{source}: {req.model} cannot {phase} on any island of this "
                               f"inventory ({sizes}): "
                               + (ev.island(req.inventory.entries[0].name,
@@ -296,9 +300,11 @@ def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:
                  for phase in ("prefill", "decode")]
         if None not in sizes:
             g = max(cast("list[int]", sizes))
+            short = (f", but the inventory lists {e.count}" if 2 * g > e.count else "")
             hints.append(f"{e.name}: smallest island that serves {req.model} has {g} GPUs "
                          f"(${g * e.price_per_hour:,.2f}/h; a plan needs one for prefill and "
-                         f"one for decode, ${2 * g * e.price_per_hour:,.2f}/h)")
+                         f"one for decode, {2 * g} GPUs at ${2 * g * e.price_per_hour:,.2f}/h"
+                         f"{short})")
         else:
             t = ev.island(e.name, max(1, e.count))
             hints.append(f"{e.name}: even all {e.count} GPUs cannot serve it "

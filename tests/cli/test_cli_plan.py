@@ -126,3 +126,21 @@ def test_ctrl_c_saves_and_resume_completes(run_cli, small_inventory, tmp_path,
     plan = json.loads((out / "plan.json").read_text())
     assert plan["search"]["resumed"] is True
     assert not checkpoint.exists()
+
+
+@pytest.mark.parametrize("gpus, says", [
+    ("{type: H200, count: 8, price_per_hour: 4.0}",
+     "a plan needs one for prefill and one for decode, 16 GPUs at $64.00/h, but the "
+     "inventory lists 8"),
+    ("{type: H200, count: 8, price_per_hour: 4.0, min_island: 64}",
+     "no island can be formed (8 x H200): each type's min_island is above its count; "
+     "lower min_island or add GPUs"),
+])
+def test_an_inventory_too_small_for_two_islands_says_so(run_cli, tmp_path, gpus, says):
+    """Both used to blame something else: the budget, or the GPUs' memory."""
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(f"gpus:\n  - {gpus}\n")
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--budget", "128", "-q",
+                         "--out", str(tmp_path / "r"))
+    assert rc == 1 and says in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
