@@ -71,7 +71,14 @@ def show(
     values.number(max_len, "--max-len", integer=True, ge=1, le=MAX_SUPPORTED_LEN)
     if out is not None and not no_plot:
         check_output_file(out, "--out")
-    w = load_workload(name, max_len=max_len)
+    try:
+        w = load_workload(name, max_len=max_len)
+    except PlannerError:
+        if max_len is None:
+            raise
+        load_workload(name)  # a fault of the file itself is reported as the file's
+        raise PlannerError(f"--max-len {max_len}: {name} has no requests with inputs of at "
+                           f"most {max_len} tokens") from None
     summary = workload_summary(w)
     png = None
     if not no_plot:

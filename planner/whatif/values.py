@@ -133,7 +133,9 @@ def budget_value(value: Any, loc: Loc) -> float:
     return positive(value, loc, le=MAX_BUDGET)
 
 
-_RANGE = re.compile(r"^\s*([0-9.eE+]+)\s*\.\.\s*([0-9.eE+]+)\s*(?::\s*([0-9.eE+]+))?\s*$")
+#: A budget range; signs are matched so that a negative end or step is refused as one
+#: ("must be > 0"), not as an unreadable number.
+_RANGE = re.compile(r"^\s*([-0-9.eE+]+)\s*\.\.\s*([-0-9.eE+]+)\s*(?::\s*([-0-9.eE+]+))?\s*$")
 
 
 def parse_budgets(text: str, loc: Loc) -> tuple[float, ...]:

@@ -18,6 +18,8 @@ def _one_line(err: str) -> str:
     (("--add", "B200:1e308:6"), "--add: must be <= 1e+06"),
     (("--add", "B200:8:1e300"), "--add: must be <= 1e+06"),
     (("--budget-sweep", ",".join(str(100 + k) for k in range(1001))), "at most 1,000"),
+    (("--budget-sweep", "100..500:-100"), "--budget-sweep: must be > 0, got -100"),
+    (("--budget-sweep", "-100..500"), "--budget-sweep: must be > 0, got -100"),
 ])
 def test_whatif_flags_are_bounded(run_cli, small_inventory, tmp_path, argv, needle):
     rc, _, err = run_cli("whatif", "--inventory", str(small_inventory), "--budget", "64",

@@ -64,6 +64,14 @@ def test_show_a_folder_says_it_is_one(tmp_path, capsys):
     assert err == f"error: {tmp_path}: is a folder, not a workload file\n"
 
 
+def test_a_max_len_below_every_input_names_the_flag(capsys):
+    """The error named the built-in file's field 'input', which the user did not write."""
+    assert run(["workload", "show", "azure-conv-2023", "--max-len", "1", "--no-plot"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: --max-len 1: azure-conv-2023 has no requests with inputs of at "
+                   "most 1 tokens\n")
+
+
 def test_fit_end_to_end(tmp_path, capsys):
     trace = tmp_path / "t.csv"
     trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
