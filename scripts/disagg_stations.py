@@ -7,9 +7,11 @@ whose quote states a mean TTFT and TPOT, prints the published figures beside the
 model's: the mean TTFT of the client's run played out on the model's stations
 (:func:`perfmodel.validation_disagg.benchmark_run`), the decode step time at the
 closed-loop operating point (:func:`perfmodel.validation_disagg.disaggregated_point`),
-and both request rates.  A row whose TPOT agrees and whose TTFT does not has its error
-before the first token (prefill queue, hand-off), not in decode.  Read-only: nothing is
-fitted or written; held-out rows are printed as the validation doc prints them.
+both request rates, and which side that point saturates (``-``: neither; where one
+is, published / ours is that side's published share of the model's capacity).  A row
+whose TPOT agrees and whose TTFT does not has its error before the first token
+(prefill queue, hand-off), not in decode.  Read-only: nothing is fitted or written;
+held-out rows are printed as the validation doc prints them.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def station_rows(engine: str = "", match: str = "") -> list[dict[str, object]]:
         out.append({"id": cid, "held_out": held_out(cid),
                     "ttft_pub_s": ttft, "ttft_ours_s": run.mean_ttft_s,
                     "tpot_pub_ms": 1e3 * tpot, "tpot_ours_ms": 1e3 * point.tpot_s,
-                    "rps_pub": published, "rps_ours": ours})
+                    "rps_pub": published, "rps_ours": ours,
+                    "saturated": point.saturated or "-"})
     return out
 
 
@@ -71,12 +74,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--match", default="", help="only rows whose id contains this text")
     args = ap.parse_args(argv)
     print(f"{'row':64} {'set':>11} | {'TTFT s pub':>10} {'ours':>6} | "
-          f"{'TPOT ms pub':>11} {'ours':>6} | {'req/s pub':>9} {'ours':>7}")
+          f"{'TPOT ms pub':>11} {'ours':>6} | {'req/s pub':>9} {'ours':>7} | saturated")
     for r in station_rows(args.engine, args.match):
         print(f"{r['id']:64} {'held out' if r['held_out'] else 'calibration':>11} | "
               f"{r['ttft_pub_s']:10.2f} {r['ttft_ours_s']:6.2f} | "
               f"{r['tpot_pub_ms']:11.1f} {r['tpot_ours_ms']:6.1f} | "
-              f"{r['rps_pub']:9.1f} {r['rps_ours']:7.1f}")
+              f"{r['rps_pub']:9.1f} {r['rps_ours']:7.1f} | {r['saturated']}")
 
 
 if __name__ == "__main__":

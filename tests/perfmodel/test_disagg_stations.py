@@ -33,6 +33,7 @@ def test_a_row_s_figures_come_from_its_quote_and_the_model(stations):
     err = val.error(case, val.predict(case))
     assert row["rps_pub"] / row["rps_ours"] == pytest.approx(1 / (1 + err))
     assert row["held_out"] is False
+    assert row["saturated"] == (vd.disaggregated_point(case, pre, dec).saturated or "-")
 
 
 def test_filters_keep_only_the_named_rows(stations):
