@@ -208,7 +208,9 @@ def profile_cmd(
         "--streams", help="with several traces: stream names, comma-separated",
         show_default="the workloads' names")] = None,
     columns: Annotated[str | None, typer.Option(
-        "--columns", help="column mapping, e.g. time=ts", show_default="the format's")
+        "--columns", help="column mapping, e.g. time=ts (the csv and jsonl formats also "
+        "need input and output: input=prompt,output=completion,time=ts)",
+        show_default="the format's")
                        ] = None,
     time_unit: Annotated[str | None, typer.Option(
         "--time-unit", help="unit of numeric timestamps: s, ms, us, ns",
