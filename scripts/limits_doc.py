@@ -70,7 +70,7 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("plan.json", "island size", "planner.run.schema:MAX_ISLAND", "as an inventory type"),
     ("plan.json", "any rate, length, share or cost", "planner.run.schema:MAX_FIGURE",
      "a corrupted figure beyond it"),
-    ("flag", "`planner simulate -n`", "planner.cli.values:MAX_SIM_REQUESTS",
+    ("flag", "`planner simulate -n`", "planner.core.defaults:MAX_SIM_REQUESTS",
      "requests; memory grows with them"),
     ("flag", "`--ranges`", "planner.core.defaults:MAX_RANGES",
      "columns of the inner MILP"),

@@ -20,6 +20,7 @@ from planner.core.defaults import (
     MAX_LATENCY_MS,
     MAX_PLAN_LEN,
     MAX_RANGES,
+    MAX_SIM_REQUESTS,
     MAX_TIME_LIMIT,
 )
 from planner.core.errors import PlannerError
@@ -33,11 +34,6 @@ MAX_SEED = 2**32 - 1
 #: BO settings: q candidates per batch and batches.  The GP is refitted on every point
 #: so far (cubic in their number): 64 x 64 = 4,096 points is already hours.
 MAX_BATCH_SIZE, MAX_ITERATIONS = 64, 64
-#: Requests of one simulation.  The simulator keeps every request's record in memory
-#: (about 600 bytes each, measured: 10 million reached 6 GB), so 2 million stay near
-#: 1.2 GB on a 2-core, 24-GiB machine -- and narrow the completed rate's interval far
-#: below anything a plan's figures resolve.
-MAX_SIM_REQUESTS = 2_000_000
 
 
 def number(value: Any, flag: str, *, integer: bool = False, gt: float | None = None,

@@ -52,6 +52,7 @@ import numpy as np
 
 from perfmodel.calibration import Calibration
 from perfmodel.engines import get_engine
+from planner.core.defaults import MAX_SIM_REQUESTS
 from planner.core.errors import PlannerError
 from planner.fleet.network import NetworkSpec, parse_network
 from planner.inner.registry import needs_context
@@ -211,6 +212,9 @@ def choose_window(arrivals: np.ndarray, s: SimSettings, rate: float
                                   "steady_state": True}, None)
     need = math.ceil(rate * (s.warmup_s + MIN_WINDOW_S)) + 1
     more = f"use -n >= {need:,}" + (" (a longer trace)" if s.trace else "")
+    if need > MAX_SIM_REQUESTS:  # no run within the cap spans them at this rate
+        more = (f"at this rate that takes more than the {MAX_SIM_REQUESTS:,} requests a run "
+                "may have: give --warmup as a fraction of the span (e.g. 0.1) instead")
     warning = (f"the arrivals span {span:,.1f} s of simulated time, too short for the "
                f"{s.warmup_s:g} s warm-up and a {MIN_WINDOW_S:g} s window: figures are "
                f"measured after the first {s.warmup_fraction:.0%} of the span, while the "

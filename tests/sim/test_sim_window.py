@@ -109,3 +109,17 @@ def test_settings_check_names_the_flags():
     with pytest.raises(PlannerError, match="--requests must be >= 1"):
         SimSettings(requests=0).check()
     SimSettings(requests=None, warmup_s=0.0).check()  # auto and no warm-up are fine
+
+
+def test_a_rate_no_capped_run_can_warm_up_at_points_to_the_fraction_rule():
+    """At 10^9 requests/s the warm-up and window need more requests than -n may give; the
+    warning used to ask for -n beyond the cap."""
+    from planner.core.defaults import MAX_SIM_REQUESTS
+
+    s = SimSettings(warmup_s=30.0)
+    t = np.arange(1000) / 1e9
+    warning = choose_window(t, s, 1e9)[2]
+    assert warning is not None and "use -n" not in warning
+    assert f"more than the {MAX_SIM_REQUESTS:,} requests a run may have" in warning
+    # at 40 requests/s it is 40 x (30 s warm-up + the 10 s window) + 1
+    assert "use -n >= 1,601" in choose_window(np.arange(1000) / 40.0, s, 40.0)[2]
