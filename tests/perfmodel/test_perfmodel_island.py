@@ -67,7 +67,7 @@ def test_every_island_prefills_but_small_islands_cannot_decode():
     assert big.prefill.feasible and big.decode.feasible
     small = benchmark_island(get_gpu("H800"), 8, DS, shape)
     assert not small.prefill.feasible and not small.decode.feasible
-    assert "needs at least" in small.decode.reason and "GB" in small.decode.reason
+    assert "needs at least" in small.decode.reason and "GiB usable of 80 GiB" in small.decode.reason
 
 
 def test_decode_batch_follows_thesis_rule_and_memory():
