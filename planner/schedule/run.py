@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfmodel.errors import at, check_number
 from planner.core.errors import PlannerError
+from planner.core.names import check_distinct, check_name
 from planner.run import files
+from planner.run.schema import MAX_FIGURE
 from planner.schedule.report_data import CSV_FIELDS, csv_rows
 from planner.sim.closed_loop import HEADROOM
 
@@ -42,6 +45,14 @@ def _money(x: float | None) -> str:
     return "-" if x is None else f"${x:,.0f}"
 
 
+def _slo_text(slo: Mapping[str, Any]) -> str:
+    """``TTFT 2000 ms, TPOT 50 ms``; a ceiling a run planned without (``--no-slo``) is
+    null, and says so."""
+    parts = [f"{k} {slo[key]:g} ms" for k, key in (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"))
+             if slo.get(key) is not None]
+    return ", ".join(parts) if parts else "none (no latency ceilings)"
+
+
 def render_markdown(run: Mapping[str, Any]) -> str:
     s = run["schedule"]
     bill = s["bill"]
@@ -49,8 +60,7 @@ def render_markdown(run: Mapping[str, Any]) -> str:
     lines = [f"# Schedule: {run['model']} over profile {prof['name']}", "",
              f"{len(s['slots'])} slots over {prof['period_hours']:g} h; peak "
              f"{run['summary']['peak_rps']:,.1f} requests/s, mean "
-             f"{run['summary']['mean_rps']:,.1f}.  SLO: TTFT {run['slo']['ttft_ms']:g} ms, "
-             f"TPOT {run['slo']['tpot_ms']:g} ms.  Islands start "
+             f"{run['summary']['mean_rps']:,.1f}.  SLO: {_slo_text(run['slo'])}.  Islands start "
              f"{run['startup_s']:g} s before their slot ({run['startup_source']}).", "",
              "## Cost of the period", "",
              "| | reserved | on demand | spot | of which start-ups | total | saving |",
@@ -201,6 +211,20 @@ def load_schedule_run(run_dir: Path | str) -> dict[str, Any]:
     for key in ("schedule", "profile", "request"):
         if not isinstance(data.get(key), dict):
             raise PlannerError(f"{path}: field '{key}' is missing or not a mapping")
+    for key in ("summary", "slo"):
+        if not isinstance(data.get(key), dict):
+            raise PlannerError(f"{path}: field '{key}' is missing or not a mapping")
+    for key in ("peak_rps", "mean_rps"):  # the report's headline
+        check_number(data["summary"].get(key), at(f"{path}: field 'summary.{key}'"), ge=0,
+                     le=MAX_FIGURE)
+    check_number(data.get("startup_s"), at(f"{path}: field 'startup_s'"), ge=0,
+                 le=MAX_FIGURE)
+    streams = data.get("streams")
+    if not isinstance(streams, dict) or not streams:
+        raise PlannerError(f"{path}: field 'streams' must be a non-empty mapping")
+    for stream in streams:  # each is read as a folder of the run
+        check_name(stream, str(path), "streams", "the stream's folder")
+    check_distinct(streams, str(path), "streams")
     return data
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.core.errors import PlannerError
+from planner.core.names import check_distinct, check_name
 from planner.report import rendered_run
 from planner.run import files
 from planner.run.schema import load_plan
@@ -153,12 +154,11 @@ def load_fleet_run(run_dir: Path | str) -> tuple[dict[str, Any], dict[str, dict[
     services = fleet.get("services")
     if not isinstance(services, list) or not services:
         raise PlannerError(f"{path}: field 'services' must be a non-empty list")
-    plans = {}
-    for i, svc in enumerate(services):
-        name = svc.get("name") if isinstance(svc, dict) else None
-        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-            raise PlannerError(f"{path}: services[{i}]: field 'name' is not a service name")
-        plans[name] = load_plan(run_dir / SERVICES / name / "plan.json")
+    names = [check_name(svc.get("name") if isinstance(svc, dict) else None, str(path),
+                        f"services[{i}].name", "the service's folder")
+             for i, svc in enumerate(services)]
+    check_distinct(names, str(path), "services")
+    plans = {name: load_plan(run_dir / SERVICES / name / "plan.json") for name in names}
     return fleet, plans
 
 

@@ -25,7 +25,6 @@ Every mistake is one line naming the file, the service and the field (exit 2).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,14 +35,13 @@ from perfmodel.errors import at, check_number
 from perfmodel.reading import read_yaml
 from planner.core.defaults import DEFAULT_SLO, DEFAULT_WORKLOAD, MAX_LATENCY_MS
 from planner.core.errors import PlannerError
+from planner.core.names import check_distinct, check_name
 from planner.sim.arrivals import MAX_RATE
 from planner.workload import load_workload
 
 _TOP_FIELDS = {"name", "source", "services"}
 _SERVICE_FIELDS = {"name", "model", "workload", "slo", "engine", "share", "target_rps"}
 _SLO_FIELDS = {"ttft_ms", "tpot_ms"}
-#: Service names become folder names of the run: no separators, nothing hidden.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Shares must sum to 1 within this (they are typed by hand: 0.3 + 0.3 + 0.4).
 SHARE_TOL = 1e-6
 #: The most services one fleet file may list (each one is a planning context).
@@ -113,11 +111,7 @@ def _service(item: Any, i: int, where: str, base: Path | None) -> Service:
     loc = f"{where}: services[{i}]"
     if not isinstance(item, dict):
         raise PlannerError(f"{loc} must be a mapping with 'name' and 'model'")
-    name = item.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        shown = repr(name)[:40]
-        raise PlannerError(f"{loc}: field 'name' must be 1-64 letters, digits, '.', '_' or "
-                           f"'-' (it names the service's folder), got {shown}")
+    name = check_name(item.get("name"), loc, "name", "the service's folder")
     loc = f"{where}: service {name!r}"
     unknown = set(item) - _SERVICE_FIELDS
     if unknown:
@@ -191,12 +185,7 @@ def fleet_from_dict(data: Any, where: str, base: Path | None = None, *,
         raise PlannerError(f"{where}: field 'services' lists {len(items)} services; at most "
                            f"{MAX_SERVICES}")
     services = tuple(_service(item, i, where, base) for i, item in enumerate(items))
-    seen: set[str] = set()
-    for s in services:
-        if s.name in seen:
-            raise PlannerError(f"{where}: service {s.name!r}: field 'name' is used by two "
-                               "services")
-        seen.add(s.name)
+    check_distinct((s.name for s in services), f"{where}: services", "name")
     kinds = {s.share is not None for s in services}
     if len(kinds) > 1:
         first = next(s for s in services if s.share is not None)

@@ -34,6 +34,7 @@ import numpy as np
 
 from perfmodel.errors import at, check_number
 from planner.core.errors import PlannerError
+from planner.core.names import check_distinct, check_name
 
 #: The one stream of a profile without ``workloads``.
 DEFAULT_STREAM = "default"
@@ -192,6 +193,9 @@ def profile_from_dict(data: Any, where: str) -> Profile:
     if len(workloads) > MAX_STREAMS:
         raise PlannerError(f"{where}: field 'workloads' names {len(workloads):,} streams; "
                            f"at most {MAX_STREAMS}")
+    for stream in workloads:  # each names the run's streams/<stream> folder
+        check_name(stream, where, f"workloads.{str(stream)[:40]}", "the stream's folder")
+    check_distinct(workloads, where, "workloads")
     streams = tuple(workloads) or (DEFAULT_STREAM,)
     relative = data.get("relative", False)
     if not isinstance(relative, bool):

@@ -183,3 +183,65 @@ def test_caps_too_small_is_exit_1(files, tmp_path, capsys):
               "--no-sim-check", *ARGS])
     err = capsys.readouterr().err
     assert rc == 1 and "tier caps" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("stream, needle", [
+    ("../../esc", "field 'workloads.../../esc' must be 1-64 letters"),
+    ("/tmp/abs", "field 'workloads./tmp/abs' must be 1-64 letters"),
+    ("a/b", "field 'workloads.a/b' must be 1-64 letters"),
+])
+def test_a_stream_name_is_one_folder_name(files, tmp_path, capsys, stream, needle):
+    """A stream names the run's streams/<stream> folder: '../../esc' wrote a plan.json
+    two folders above the run."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE + f"workloads: {{'{stream}': azure-conv-2023}}\n")
+    rc = run(["plan", "--profile", str(prof), "--inventory", str(files / "inv.yaml"),
+              "--out", str(tmp_path / "sub" / "o"), *ARGS])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "sub").exists() and not (tmp_path / "esc").exists()
+
+
+def test_stream_names_the_exports_cannot_tell_apart_are_refused(files, tmp_path, capsys):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE + "workloads: {chat: azure-conv-2023, Chat: azure-code-2023}\n")
+    rc = run(["plan", "--profile", str(prof), "--inventory", str(files / "inv.yaml"),
+              "--out", str(tmp_path / "o"), *ARGS])
+    err = capsys.readouterr().err
+    assert rc == 2 and "'chat' and 'Chat' differ only in case" in err
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d.update(streams={"../../../p1": "azure-conv-2023"}),
+     "field 'streams' must be 1-64 letters"),
+    (lambda d: d.update(summary={}), "field 'summary.peak_rps' must be a number"),
+    (lambda d: d.update(startup_s=-5), "field 'startup_s' must be >= 0, got -5"),
+])
+def test_an_edited_schedule_run_is_refused_by_field(runs, tmp_path, capsys, edit, needle):
+    """report drew a traceback from an empty summary; export followed a stream named
+    '../../../p1' out of the run folder and printed a negative start-up lead."""
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(runs[0], folder)
+    data = load(folder)
+    edit(data)
+    (folder / "schedule.json").write_text(json.dumps(data))
+    before = sorted(p.name for p in folder.iterdir())
+    for argv in (["report", str(folder)], ["export", str(folder), "--out",
+                                           str(tmp_path / "ex")]):
+        capsys.readouterr()
+        assert run(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert not (tmp_path / "ex").exists() and not (tmp_path.parent / "p1").exists()
+
+
+def test_a_profile_planned_without_ceilings_reports_none(files, tmp_path):
+    """--no-slo ended in a traceback while the report was written, after the planning."""
+    folder = tmp_path / "o"
+    rc = run(["plan", "--profile", str(files / "six.yaml"), "--inventory",
+              str(files / "inv.yaml"), "--out", str(folder), "--no-slo", *ARGS])
+    assert rc == 0
+    assert "SLO: none (no latency ceilings)." in (folder / "report.md").read_text()

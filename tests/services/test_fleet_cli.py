@@ -113,6 +113,27 @@ def test_export_one_router_for_the_fleet(runs, tmp_path, fmt):
             assert all(f"//{name}-island-" in e for e in endpoints)
 
 
+@pytest.mark.parametrize("name, needle", [
+    ("chat", "field 'services': 'chat' is used twice"),
+    ("../chat", "field 'services[1].name' must be 1-64 letters"),
+])
+def test_an_edited_fleet_run_with_a_bad_service_name_is_refused(runs, tmp_path, run_cli,
+                                                                name, needle):
+    """Two services named alike were read as one (the export held only one of them)."""
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(runs[0], folder)
+    data = json.loads((folder / "fleet.json").read_text())
+    data["services"][1]["name"] = name
+    (folder / "fleet.json").write_text(json.dumps(data))
+    for argv in (("report", str(folder)), ("export", str(folder), "--out",
+                                           str(tmp_path / "ex"))):
+        rc, _, err = run_cli(*argv)
+        assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "ex").exists()
+
+
 def test_simulate_names_the_services_folder(runs, run_cli):
     rc, _out, err = run_cli("simulate", str(runs[0]))
     assert rc == 2
