@@ -18,19 +18,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.export.deployment import CannotLaunch, LaunchPlan, read_deployment
+from planner.export.deployment import CannotLaunch, LaunchPlan, Placement, read_deployment
 
 FORMATS = ("shell", "k8s")
 
 
-def export_files(run_dir: Path | str, fmt: str = "shell") -> tuple[LaunchPlan, dict[str, bytes]]:
+def export_files(run_dir: Path | str, fmt: str = "shell", placement: Placement | None = None
+                 ) -> tuple[LaunchPlan, dict[str, bytes]]:
     """(the deployment, file name -> content) of ``RUN_DIR``'s export in ``fmt``;
-    nothing is written."""
+    nothing is written.  ``placement``: where its servers and ports sit among other
+    plans' (a fleet's services, :class:`~planner.export.deployment.Placement`)."""
     if fmt not in FORMATS:
         from planner.core.errors import PlannerError
 
         raise PlannerError(f"--format: {fmt!r} is not a format ({', '.join(FORMATS)})")
-    dep = read_deployment(run_dir)
+    dep = read_deployment(run_dir, placement)
     if fmt == "shell":
         from planner.export.shell import shell_files
 
@@ -59,5 +61,5 @@ def export_run(run_dir: Path | str, fmt: str = "shell",
     return publish(files, target)
 
 
-__all__ = ["FORMATS", "CannotLaunch", "LaunchPlan", "export_files", "export_run",
-           "read_deployment"]
+__all__ = ["FORMATS", "CannotLaunch", "LaunchPlan", "Placement", "export_files",
+           "export_run", "read_deployment"]

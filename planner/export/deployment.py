@@ -85,6 +85,7 @@ class IslandLaunch:
     redundant_experts: int  # slots beyond the routed experts
     location: Mapping[str, Any] | None
     vendor: str  # nvidia / amd / intel
+    port_base: int = BASE_PORT  # a fleet's later services start above the earlier ones
 
     @property
     def multi_server(self) -> bool:
@@ -92,7 +93,7 @@ class IslandLaunch:
 
     @property
     def port(self) -> int:
-        return BASE_PORT + PORT_STRIDE * self.index
+        return self.port_base + PORT_STRIDE * self.index
 
     def port_of(self, offset: int) -> int:
         return self.port + offset
@@ -219,8 +220,19 @@ def _check_launch(engine: EngineProfile, model: ModelSpec, isl: DeployedIsland, 
         raise _fail(source, f"{where}.config", f"{cfg.label()}: {violation}", 1)
 
 
-def read_deployment(run_dir: Path | str) -> LaunchPlan:
-    """The launch plan of ``RUN_DIR/plan.json`` (module docstring for the checks)."""
+@dataclass(frozen=True)
+class Placement:
+    """Where a plan's servers sit among servers other plans share (a fleet's services):
+    each plan server id to (the shared server's id, the first GPU index the plan may
+    use on it), and the first port of the plan's islands."""
+
+    servers: Mapping[str, tuple[str, int]]
+    port_base: int = BASE_PORT
+
+
+def read_deployment(run_dir: Path | str, placement: Placement | None = None) -> LaunchPlan:
+    """The launch plan of ``RUN_DIR/plan.json`` (module docstring for the checks); with
+    ``placement``, its servers and ports among other plans' (:class:`Placement`)."""
     path = Path(run_dir) / "plan.json"
     plan = load_plan(path)
     source = str(path)
@@ -250,10 +262,14 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
             else DEFAULT_GPUS_PER_NODE)
         servers, gpn = _servers(isl.servers, where, source, isl.size, default)
         _check_launch(engine, model, isl, gpn, len(servers), where, source)
+        base = 0
+        if placement is not None:
+            base = placement.servers.get(servers[0], (servers[0], 0))[1]
+            servers = tuple(placement.servers.get(s, (s, 0))[0] for s in servers)
         per_server = isl.size // len(servers)
         offset = 0
         if len(servers) == 1 and isl.servers:
-            offset = used_on.get(servers[0], 0)
+            offset = used_on.get(servers[0], base)
             if offset + per_server > gpn:
                 raise _fail(source, f"{where}.servers", f"puts {offset + per_server} GPUs on "
                             f"server {servers[0]!r} of {gpn}")
@@ -268,7 +284,8 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
             gpu_offset=offset, expert_slots=slots, redundant_experts=extra,
             location=None if loc is None else {"pod": loc.pod, "rack": loc.rack,
                                                "node": loc.node},
-            vendor=gpu_vendor(isl.gpu)))
+            vendor=gpu_vendor(isl.gpu),
+            port_base=BASE_PORT if placement is None else placement.port_base))
     roles = {i.role for i in islands}
     if "decode" in roles and not roles & {"prefill", "both"}:
         raise _fail(source, "islands", "has decode islands but none that prefills")
@@ -279,5 +296,5 @@ def read_deployment(run_dir: Path | str) -> LaunchPlan:
                       model_path=hf_name(model), islands=tuple(islands))
 
 
-__all__ = ["BASE_PORT", "CannotLaunch", "IslandLaunch", "LAUNCHABLE", "LaunchPlan",
-           "dns_name", "island_name", "read_deployment"]
+__all__ = ["BASE_PORT", "PORT_STRIDE", "CannotLaunch", "IslandLaunch", "LAUNCHABLE",
+           "LaunchPlan", "Placement", "dns_name", "island_name", "read_deployment"]

@@ -8,18 +8,26 @@
     EXPORT/README.md         the services, their folders and how to start them
 
 Island host variables are per service (``$CHAT_ISLAND_00_HOST``), and so are Kubernetes
-object names (``chat-island-00-...``, ``chat-planner-router``): the services' islands are
-different servers, and one router and one namespace must tell them apart.
+object names (``chat-island-00-...``, ``chat-planner-router``): one router and one
+namespace must tell the services apart.
+
+The fleet buys GPUs for all its services together, so two services' islands may share
+a server: each service's plan numbers its servers from 0, and :func:`fleet_placement`
+lays those onto the fleet's servers -- first fit, type by type, a service's partly used
+server beside another's -- so that islands sharing a server get disjoint GPU indices,
+and every island of the fleet its own ports.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from planner.export import export_files
+from planner.export.deployment import BASE_PORT, PORT_STRIDE, Placement, dns_name
 from planner.services.run import SERVICES, load_fleet_run
 
 FLEET_ROUTER_SCHEMA = "hetero-planner fleet router config 1"
@@ -49,12 +57,41 @@ def _k8s_named(data: bytes, prefix: str) -> bytes:
                   lambda m: prefix + m.group(1), text).encode("utf-8")
 
 
+def fleet_placement(plans: Mapping[str, Mapping[str, Any]]) -> dict[str, Placement]:
+    """Each service's :class:`~planner.export.deployment.Placement` among the fleet's
+    servers (module docstring).  A server a service fills, or an island spans, is one of
+    the fleet's to itself; a partly used one goes on the first fleet server of its type
+    and size with room for it.  Ports: the services' islands numbered on, in order."""
+    shared: dict[tuple[str, int], list[list[Any]]] = {}  # (gpu, size) -> [id, used]
+    count: dict[str, int] = {}
+    out: dict[str, Placement] = {}
+    port = BASE_PORT
+    for name, plan in plans.items():
+        mapping: dict[str, tuple[str, int]] = {}
+        for srv in plan.get("servers") or []:
+            gpu, size, used = str(srv["gpu"]), int(srv["gpus"]), int(srv["gpus_used"])
+            pool = shared.setdefault((gpu, size), [])
+            slot = next((s for s in pool if s[1] + used <= size), None) \
+                if used < size else None
+            if slot is None:
+                slot = [f"{dns_name(gpu)}-{count.get(gpu, 0)}", 0]
+                count[gpu] = count.get(gpu, 0) + 1
+                if used < size:
+                    pool.append(slot)
+            mapping[str(srv["index"])] = (slot[0], slot[1])
+            slot[1] += used
+        out[name] = Placement(mapping, port)
+        port += PORT_STRIDE * len(plan.get("islands") or [])
+    return out
+
+
 def fleet_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, bytes]:
     """Every file of a fleet run's export in ``fmt``, by name; nothing is written.
     A service whose engine cannot start one of its islands fails the whole export
     (one line naming the service's plan and the island)."""
     run_dir = Path(run_dir)
-    fleet, _plans = load_fleet_run(run_dir)
+    fleet, plans = load_fleet_run(run_dir)
+    placements = fleet_placement(plans)
     out: dict[str, bytes] = {}
     services: dict[str, Any] = {}
     lines = [f"# Fleet {fleet['fleet']['name']}: launch files", "",
@@ -66,7 +103,7 @@ def fleet_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, byt
     for svc in fleet["services"]:
         name = str(svc["name"])
         prefix = env_prefix(name)
-        _dep, files = export_files(run_dir / SERVICES / name, fmt)
+        _dep, files = export_files(run_dir / SERVICES / name, fmt, placements[name])
         for fname, data in files.items():
             if fname.endswith(_TEXT):
                 data = _prefixed(data, prefix)
@@ -89,4 +126,5 @@ def fleet_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, byt
     return out
 
 
-__all__ = ["FLEET_ROUTER_SCHEMA", "env_prefix", "fleet_export_files", "k8s_prefix"]
+__all__ = ["FLEET_ROUTER_SCHEMA", "env_prefix", "fleet_export_files", "fleet_placement",
+           "k8s_prefix"]

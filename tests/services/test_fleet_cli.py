@@ -134,6 +134,45 @@ def test_an_edited_fleet_run_with_a_bad_service_name_is_refused(runs, tmp_path, 
     assert not (tmp_path / "ex").exists()
 
 
+def test_services_sharing_a_server_get_disjoint_gpus_and_ports():
+    """Each service's plan numbers its servers from 0; the fleet buys GPUs for all of
+    them, so two services' partly used servers of one type are one server of the fleet
+    (both exported GPUs 0-3 of 'server 0' before, and ports from 20000)."""
+    from planner.services.export import fleet_placement
+
+    def plan(*servers, islands=3):
+        return {"servers": [{"index": k, "gpu": g, "gpus": n, "gpus_used": u}
+                            for k, (g, n, u) in enumerate(servers)],
+                "islands": [{}] * islands}
+
+    placed = fleet_placement({"a": plan(("H100-SXM", 8, 4)),
+                              "b": plan(("A100-80G", 8, 1), ("H100-SXM", 8, 4), islands=4),
+                              "c": plan(("H100-SXM", 8, 8), ("H100-SXM", 8, 2))})
+    assert placed["a"].servers == {"0": ("h100-sxm-0", 0)}
+    assert placed["b"].servers == {"0": ("a100-80g-0", 0), "1": ("h100-sxm-0", 4)}
+    # a full server is the fleet's to itself; the next partly used one opens a new one
+    assert placed["c"].servers == {"0": ("h100-sxm-1", 0), "1": ("h100-sxm-2", 0)}
+    assert [p.port_base for p in placed.values()] == [20000, 20030, 20070]
+
+
+@pytest.mark.parametrize("fmt", ["shell"])
+def test_an_exported_fleet_never_gives_one_gpu_or_port_twice(runs, tmp_path, fmt):
+    import re
+
+    out = tmp_path / "x"
+    assert run(["export", str(runs[0]), "--format", fmt, "--out", str(out), "-q"]) == 0
+    gpus, ports = [], []
+    for script in sorted(out.glob("*/island-*.sh")):
+        text = script.read_text()
+        server = re.search(r"# servers: 1 \(([^)]+)\)", text)
+        devices = re.search(r"CUDA_VISIBLE_DEVICES=([0-9,]+)", text)
+        if server and devices:  # a one-server island
+            gpus += [(server.group(1), d) for d in devices.group(1).split(",")]
+        ports += re.findall(r"--port (\d+)", text)
+    assert gpus and len(gpus) == len(set(gpus))
+    assert ports and len(ports) == len(set(ports))
+
+
 def test_simulate_names_the_services_folder(runs, run_cli):
     rc, _out, err = run_cli("simulate", str(runs[0]))
     assert rc == 2
@@ -149,7 +188,7 @@ def test_simulate_names_the_services_folder(runs, run_cli):
     (["--budget", "5"], FLEET.replace("share: 0.6", "target_rps: 3").replace(
         "share: 0.4", "target_rps: 2"), "--budget does not apply"),
     (["--budget", "5"], FLEET.replace("share: 0.4", "share: 0.3"), "sum to 0.9"),
-    (["--budget", "5"], FLEET.replace("name: code", "name: chat"), "used by two"),
+    (["--budget", "5"], FLEET.replace("name: code", "name: chat"), "'chat' is used twice"),
     (["--budget", "5"], FLEET.replace("share: 0.4", "share: 0.4\n    engine: sglang\n"
                                       "    colour: red"), "unknown field"),
 ])
