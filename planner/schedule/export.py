@@ -23,10 +23,16 @@ import io
 from pathlib import Path
 from typing import Any
 
-from perfmodel.reading import read_json
 from planner.export import export_files
+from planner.run.schema import load_plan
 from planner.schedule.run import STREAMS, load_schedule_run
-from planner.services.export import _k8s_named, _prefixed, env_prefix, k8s_prefix
+from planner.services.export import (
+    _k8s_named,
+    _prefixed,
+    env_prefix,
+    fleet_placement,
+    k8s_prefix,
+)
 
 _TEXT = (".json", ".yaml", ".yml", ".md", ".sh", ".txt")
 FIELDS = ("slot", "start_h", "hours", "stream", "island", "gpu", "size", "role",
@@ -74,13 +80,15 @@ def schedule_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, 
     run_dir = Path(run_dir)
     run = load_schedule_run(run_dir)
     out: dict[str, bytes] = {}
+    plans = {stream: load_plan(run_dir / STREAMS / stream / "plan.json")
+             for stream in run["streams"]  # a stream with no load in the busiest slot
+             if (run_dir / STREAMS / stream / "plan.json").is_file()}  # has no plan
+    placements = fleet_placement(plans)  # the streams' islands share the servers
     pools = {}
-    for stream in run["streams"]:
+    for stream, plan in plans.items():
         folder = run_dir / STREAMS / stream
-        if not (folder / "plan.json").is_file():
-            continue  # a stream with no load in the busiest slot
-        pools[stream] = _pool(read_json(folder / "plan.json", "plan file"))
-        _dep, files = export_files(folder, fmt)
+        pools[stream] = _pool(plan)
+        _dep, files = export_files(folder, fmt, placements[stream])
         for fname, data in files.items():
             if fname.endswith(_TEXT):
                 data = _prefixed(data, env_prefix(stream))
