@@ -261,20 +261,24 @@ def check_budget(req: PlanRequest, source: str = "inventory") -> None:
                               + "; add GPUs with more memory or more GPUs per type")
         cheapest[phase] = min(options)
     need = cheapest["prefill"][0] + cheapest["decode"][0]
+    split = (f"one prefill island ({cheapest['prefill'][1]}, "
+             f"${cheapest['prefill'][0]:,.2f}/h) and one decode island "
+             f"({cheapest['decode'][1]}, ${cheapest['decode'][0]:,.2f}/h) need ${need:,.2f}/h")
+    cheapest_text = split
     if ctx.colocated:  # or one colocated island
         for e in req.inventory.entries:
             for g in _sizes(req, e.name, min(e.count, FOOTPRINT_SEARCH)):
                 t = ev.colocated_table(e.name, g)
                 if t is not None and t.feasible:
-                    need = min(need, g * e.price_per_hour)
+                    if g * e.price_per_hour < need:  # the message names what costs that
+                        need = g * e.price_per_hour
+                        cheapest_text = (f"one colocated island ({g} x {e.name}) needs "
+                                         f"${need:,.2f}/h; {split}")
                     break
     if req.budget is not None and req.budget < need:
         raise PlannerError(
             f"{source}: --budget {req.budget:g} $/h is below the cheapest plan that can serve "
-            f"{req.model}: one prefill island ({cheapest['prefill'][1]}, "
-            f"${cheapest['prefill'][0]:,.2f}/h) and one decode island "
-            f"({cheapest['decode'][1]}, ${cheapest['decode'][0]:,.2f}/h) need "
-            f"${need:,.2f}/h; raise the budget to at least that")
+            f"{req.model}: {cheapest_text}; raise the budget to at least ${need:,.2f}/h")
 
 
 def explain_no_plan(req: PlanRequest, ev: LayoutEvaluator) -> str:

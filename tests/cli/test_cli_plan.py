@@ -144,3 +144,17 @@ def test_an_inventory_too_small_for_two_islands_says_so(run_cli, tmp_path, gpus,
                          "--out", str(tmp_path / "r"))
     assert rc == 1 and says in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_a_budget_below_one_colocated_island_names_what_costs_that(run_cli, tmp_path):
+    """With colocation on, the cheapest plan is one colocated island; the message named
+    the prefill and decode islands' prices beside the colocated island's total."""
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("gpus:\n  - {type: A100-80G, count: 8, price_per_hour: 3.5, "
+                   "min_island: 1}\n")
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--model", "llama-3.1-8b",
+                         "--budget", "1", "-q", "--out", str(tmp_path / "r"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert ("one colocated island (1 x A100-80G) needs $3.50/h; one prefill island "
+            "(1 x A100-80G, $3.50/h) and one decode island (1 x A100-80G, $3.50/h) need "
+            "$7.00/h; raise the budget to at least $3.50/h") in err
