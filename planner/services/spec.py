@@ -44,6 +44,9 @@ _SERVICE_FIELDS = {"name", "model", "workload", "slo", "engine", "share", "targe
 _SLO_FIELDS = {"ttft_ms", "tpot_ms"}
 #: Shares must sum to 1 within this (they are typed by hand: 0.3 + 0.3 + 0.4).
 SHARE_TOL = 1e-6
+#: The least share a service may have: below it its rate is no rate the simulator
+#: takes (1e-300 reached it as an error naming neither the file nor the field).
+MIN_SHARE = 1e-6
 #: The most services one fleet file may list (each one is a planning context).
 MAX_SERVICES = 32
 
@@ -160,7 +163,8 @@ def _service(item: Any, i: int, where: str, base: Path | None) -> Service:
         raise PlannerError(f"{loc}: give exactly one of field 'share' (of the fleet's "
                            "requests, with --budget) or field 'target_rps'")
     if "share" in item:
-        share = check_number(item["share"], at(f"{loc}: field 'share'"), gt=0, le=1)
+        share = check_number(item["share"], at(f"{loc}: field 'share'"), ge=MIN_SHARE,
+                             le=1)
     else:
         target = check_number(item["target_rps"], at(f"{loc}: field 'target_rps'"), gt=0,
                               le=MAX_RATE)

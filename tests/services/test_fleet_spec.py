@@ -50,6 +50,8 @@ def test_paths_beside_the_fleet_file(tmp_path):
 @pytest.mark.parametrize("services,where,field", [
     ([service(share=0.0)], "service 'chat'", "'share'"),
     ([service(share=-0.2)], "service 'chat'", "'share'"),
+    ([service(share=1e-300), service(name="b", share=1.0)], "service 'chat'",
+     "field 'share' must be >= 1e-06"),
     ([service(share=0.5), service(name="b", share=0.4)], "f.yaml", "sum to 0.9"),
     ([service(), service()], "f.yaml: services: field 'name'", "'chat' is used twice"),
     ([service(share=0.5), service(name="Chat", share=0.5)], "field 'name'",
