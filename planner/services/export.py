@@ -57,6 +57,13 @@ def _k8s_named(data: bytes, prefix: str) -> bytes:
                   lambda m: prefix + m.group(1), text).encode("utf-8")
 
 
+def request_model(service: str, model: str, models: list[str]) -> str:
+    """The name a request gives in its ``model`` field to reach ``service``: the model's
+    own when no other service of the fleet serves it, else the service's name (two
+    services of one model -- chat and code on one Llama -- are told apart by it)."""
+    return model if models.count(model) == 1 else service
+
+
 def fleet_placement(plans: Mapping[str, Mapping[str, Any]]) -> dict[str, Placement]:
     """Each service's :class:`~planner.export.deployment.Placement` among the fleet's
     servers (module docstring).  A server a service fills, or an island spans, is one of
@@ -92,13 +99,16 @@ def fleet_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, byt
     run_dir = Path(run_dir)
     fleet, plans = load_fleet_run(run_dir)
     placements = fleet_placement(plans)
+    models = [str(svc["model"]) for svc in fleet["services"]]
     out: dict[str, bytes] = {}
     services: dict[str, Any] = {}
     lines = [f"# Fleet {fleet['fleet']['name']}: launch files", "",
              "One folder per service, each as `planner export` writes it for one plan "
              "(start with its README).  Host variables carry the service's prefix "
              "(`$CHAT_ISLAND_00_HOST`).  `router.json` routes a request to its service "
-             "by the request's `model` field, then by prompt length within the service.",
+             "by the request's `model` field (the service's `request_model`: its model, "
+             "or its name where two services serve one model), then by prompt length "
+             "within the service.",
              "", "| service | model | promised requests/s | folder |", "|---|---|---:|---|"]
     for svc in fleet["services"]:
         name = str(svc["name"])
@@ -112,14 +122,16 @@ def fleet_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, byt
             out[f"{name}/{fname}"] = data
         router = json.loads(out[f"{name}/router.json"])
         services[name] = {"model": svc["model"], "served_model_name": svc["model"],
+                          "request_model": request_model(name, svc["model"], models),
                           "requests_per_s": svc["requests_per_s"], "slo": svc["slo"],
                           "host_prefix": prefix, "router": router}
         lines.append(f"| {name} | {svc['model']} | {svc['requests_per_s']:,.1f} | "
                      f"`{name}/` |")
     config = {"schema": FLEET_ROUTER_SCHEMA, "fleet": fleet["fleet"]["name"],
-              "routing": "pick the service whose served_model_name equals the request's "
-                         "model field (unknown: reject); then route as that service's "
-                         "router does (its 'routing' field)",
+              "routing": "pick the service whose request_model equals the request's "
+                         "model field (unknown: reject); forward the request with the "
+                         "field set to the service's served_model_name; then route as "
+                         "that service's router does (its 'routing' field)",
               "services": services}
     out["router.json"] = (json.dumps(config, indent=1) + "\n").encode("utf-8")
     out["README.md"] = ("\n".join(lines) + "\n").encode("utf-8")
@@ -127,4 +139,4 @@ def fleet_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, byt
 
 
 __all__ = ["FLEET_ROUTER_SCHEMA", "env_prefix", "fleet_export_files", "fleet_placement",
-           "k8s_prefix"]
+           "k8s_prefix", "request_model"]

@@ -104,6 +104,9 @@ def test_export_one_router_for_the_fleet(runs, tmp_path, fmt):
     assert run(["export", str(runs[0]), "--format", fmt, "--out", str(out), "-q"]) == 0
     router = json.loads((out / "router.json").read_text())
     assert set(router["services"]) == {"chat", "code"}
+    # both serve llama-3.1-8b: a request names the service to be told apart
+    assert {s["request_model"] for s in router["services"].values()} == {"chat", "code"}
+    assert {s["served_model_name"] for s in router["services"].values()} == {"llama-3.1-8b"}
     for name, svc in router["services"].items():
         assert (out / name / "router.json").is_file()
         endpoints = [i["endpoint"] for i in svc["router"]["islands"]]
@@ -132,6 +135,15 @@ def test_an_edited_fleet_run_with_a_bad_service_name_is_refused(runs, tmp_path, 
         rc, _, err = run_cli(*argv)
         assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "ex").exists()
+
+
+def test_a_request_names_a_service_by_its_model_unless_another_serves_it():
+    from planner.services.export import request_model
+
+    models = ["llama-3.1-8b", "llama-3.1-8b", "deepseek-v3"]
+    assert [request_model(n, m, models) for n, m in zip(("chat", "code", "reason"), models,
+                                                         strict=True)] == \
+        ["chat", "code", "deepseek-v3"]
 
 
 def test_services_sharing_a_server_get_disjoint_gpus_and_ports():
