@@ -123,7 +123,13 @@ def measured(plan: dict[str, Any]) -> Correction:
     that phase, measured or not: the operating point puts every island of a phase at
     its SLO's edge (a decode island's batch is the largest whose step meets TPOT), so
     bursts push any of them over, whatever its type -- charging only the kinds seen
-    fail would send the next solve to kinds that fail the same way."""
+    fail would send the next solve to kinds that fail the same way.
+
+    A service served by colocated islands alone is the exception: its loop ran no
+    dedicated prefill or decode island, so what broke is evidence against colocation
+    (long prompts stalling the decode steps they share a batch with), and the factor
+    goes to the ``both`` role only.  Charging both phases instead charged every kind
+    alike, and the next solve bought more of the same colocated islands."""
     loop = plan["summary"].get("closed_loop") or {}
     kinds = {str(k): float(v) for k, v in (loop.get("capacity_factors") or {}).items()}
     head = float(loop.get("headline_requests_per_s") or 0.0)
@@ -131,6 +137,9 @@ def measured(plan: dict[str, Any]) -> Correction:
     ratio = max(min(head / sat, 1.0), NO_LOAD_FACTOR) if sat > 0 and head > 0 \
         else NO_LOAD_FACTOR
     phase = _limiting_phase(loop) if ratio < 1.0 else None
+    roles = {str(i.get("role")) for i in plan.get("islands") or []} - {"idle"}
+    if ratio < 1.0 and roles == {"both"}:
+        return Correction(kinds, {"both": ratio})
     if ratio < 1.0 and phase is None:  # no load held at all: both phases are suspect
         return Correction(kinds, {"prefill": ratio, "decode": ratio})
     return Correction(kinds, {phase: ratio} if phase is not None else {})

@@ -35,7 +35,8 @@ class Correction:
     """What the closed loop measured of one service's islands, for the next solve:
     ``kinds``, measured / planned capacity per island kind ``"gpu:size:role"`` (the
     islands it saturated), and ``phases``, the share of what its islands of a phase
-    sustain at which the SLO still holds ("prefill", "decode"; absent: 1)."""
+    sustain at which the SLO still holds ("prefill", "decode", and "both" for colocated
+    islands alone; absent: 1)."""
 
     kinds: Mapping[str, float] = field(default_factory=dict)
     phases: Mapping[str, float] = field(default_factory=dict)

@@ -278,3 +278,24 @@ def test_targets_mode_meets_every_target(files, tmp_path):
     if split is not None and split["short"] == []:
         # the answer costs no more than the best split that holds every target
         assert d["summary"]["cost_per_hour"] <= split["cost_per_hour"] + 1e-9
+
+
+def test_small_targets_a_colocated_island_cannot_hold_are_planned(tmp_path, run_cli):
+    """Code prompts on colocated islands hold no load; the rounds must move such a
+    service to dedicated islands (it was refused after 5 rounds of colocated ones)."""
+    (tmp_path / "inv.yaml").write_text(
+        "min_island: 1\ngpus:\n  - {type: H100-SXM, count: 16, price_per_hour: 4.5}\n"
+        "  - {type: A100-80G, count: 16, price_per_hour: 3.5}\n")
+    (tmp_path / "fleet.yaml").write_text(
+        "services:\n"
+        "  - {name: a, model: llama-3.1-8b, workload: azure-conv-2023, target_rps: 2}\n"
+        "  - {name: b, model: llama-3.1-8b, workload: azure-code-2023, target_rps: 2}\n")
+    out = tmp_path / "run"
+    rc, _, err = run_cli("plan", "--fleet", str(tmp_path / "fleet.yaml"), "--inventory",
+                         str(tmp_path / "inv.yaml"), "--ranges", "8", "--out", str(out), "-q")
+    assert rc == 0, err
+    fleet = json.loads((out / "fleet.json").read_text())
+    assert fleet["summary"]["targets_met"] is True
+    roles = {i["role"] for i in json.loads(
+        (out / "services" / "b" / "plan.json").read_text())["islands"]}
+    assert "decode" in roles

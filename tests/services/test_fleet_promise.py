@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from planner.fleet.inventory import inventory_from_dict
-from planner.services.outcome import Outcome, combine, corrections, measured
+from planner.services.outcome import NO_LOAD_FACTOR, Outcome, combine, corrections, measured
 from planner.services.solve import Correction, FleetRequest, FleetSolution
 from planner.services.spec import fleet_from_dict
 
@@ -64,6 +64,21 @@ def test_measured_charges_the_phase_that_broke():
     assert c.factor("H20", 2, "decode") == pytest.approx(0.54)
     assert c.factor("H20", 2, "prefill") == 1.0
     assert c.factor("H20", 2, "both") == pytest.approx(0.6)
+
+
+def test_a_failure_of_colocated_islands_alone_charges_colocation():
+    """Long code prompts on colocated islands held no load; charging both phases charged
+    every kind alike and the next solves bought more colocated islands (a fleet of two
+    2-requests/s targets was refused after 5 rounds, each service alone planned)."""
+    p = plan([("A100-80G", 1, "both"), ("H100-SXM", 1, "both")], 0.0, 8.0, sat=20.0,
+             checks=[check(1.0, 0.9, 0.0, 0.1)])
+    c = measured(p)
+    assert c.phases == {"both": NO_LOAD_FACTOR}
+    assert c.factor("H100-SXM", 1, "both") == NO_LOAD_FACTOR
+    assert c.factor("H100-SXM", 1, "prefill") == c.factor("A100-80G", 1, "decode") == 1.0
+    # beside a dedicated island, a failure still charges the phases
+    mixed = plan([("H100-SXM", 1, "both"), ("H100-SXM", 1, "decode")], 0.0, 8.0, sat=20.0)
+    assert measured(mixed).phases == {"prefill": NO_LOAD_FACTOR, "decode": NO_LOAD_FACTOR}
 
 
 def test_measured_up_to_saturation_charges_nothing():
