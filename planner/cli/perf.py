@@ -232,7 +232,7 @@ def perf(
     input_len: int = typer.Option(2000, "--input", help="Input (prompt) tokens."),
     output_len: int = typer.Option(200, "--output", help="Mean output (decode) tokens."),
     decode_max: int = typer.Option(0, help="Max output tokens to reserve KV for (0: 2x --output)."),
-    hit_rate: float = typer.Option(0.0, help="Prefix/KV-cache hit rate of the input, 0..1."),
+    hit_rate: float = typer.Option(0.0, help="Prefix/KV-cache hit rate of the input, in [0, 1)."),
     ttft_ms: float = typer.Option(None, "--ttft", help="TTFT ceiling (ms).",
                                   show_default="none"),
     tpot_ms: float = typer.Option(None, "--tpot", help="TPOT ceiling (ms).",

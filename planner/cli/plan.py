@@ -26,7 +26,7 @@ from planner.cli import values
 from planner.cli.console import results_console
 from planner.cli.progress import interrupt_on_sigterm, resume_command, step_bars
 from planner.core.defaults import DEFAULT_MODEL, DEFAULT_SLO, DEFAULT_WORKLOAD
-from planner.core.errors import PlannerError
+from planner.core.errors import NoPlanError, PlannerError
 from planner.core.execution import make_executor
 from planner.fleet.inventory import MAX_TYPES
 from planner.inner.registry import DEFAULT_INNER, INNER_SOLVERS, needs_context
@@ -334,6 +334,13 @@ def plan(
                           highlight=False, soft_wrap=True)
         if sim_check and not needs_context(inner):
             plan_dict = _close_loop(result, seed, router, console, quiet)
+            held = plan_dict["summary"]
+            if not float(held.get("requests_per_s") or 0.0) > 0:
+                # a plan whose SLO holds at no rate is no plan (README: exit 1)
+                note = str((held.get("closed_loop") or {}).get("note") or "")
+                raise NoPlanError(f"no plan holds the SLO in simulation: the SLO holds at "
+                                  f"no rate ({note}); raise --ttft/--tpot, add GPUs or "
+                                  "plan with --no-slo")
         else:
             plan_dict = result.to_dict()
         written = write_run(plan_dict, run_dir)

@@ -20,7 +20,13 @@ from perfmodel.hardware import resolve_gpu
 from planner.context.request import PlanRequest
 from planner.core.defaults import MAX_BUDGETS, MAX_MIXED
 from planner.core.errors import PlannerError
-from planner.fleet.inventory import MAX_BUDGET, MAX_COUNT, MAX_PRICE, InventoryEntry
+from planner.fleet.inventory import (
+    MAX_BUDGET,
+    MAX_COUNT,
+    MAX_PRICE,
+    MIN_PRICE,
+    InventoryEntry,
+)
 from planner.outer.exact import ExactSearch
 from planner.workload.fields import Loc
 from planner.workload.registry import resolve_workload_path
@@ -256,7 +262,10 @@ def add_entry(item: Any, loc: Loc, default_min: int, unlimited: bool) -> Invento
     price = item.get("price_per_hour", gpu.price_per_hour or None)
     if price is None:
         raise loc.child("price_per_hour").error("is required (no catalog price)")
-    price = positive(price, loc.child("price_per_hour"), le=MAX_PRICE)
+    price = positive(price, loc.child("price_per_hour"), zero=True, le=MAX_PRICE)
+    if 0 < price < MIN_PRICE:  # as in an inventory: 0 (GPUs one owns) or a real price
+        raise loc.child("price_per_hour").error(f"must be 0 or at least {MIN_PRICE:g} "
+                                                f"$/GPU-hour, got {price:g}")
     min_island = int(positive(item.get("min_island", default_min), loc.child("min_island"),
                                integer=True, le=MAX_COUNT))
     return InventoryEntry(replace(gpu, price_per_hour=price), count, price, min_island)
@@ -269,9 +278,11 @@ def parse_add_flag(text: str) -> dict[str, Any]:
     if len(parts) not in (2, 3) or not parts[0].strip():
         raise loc.error(f"expected TYPE:COUNT:PRICE (e.g. B200:32:6.0), got {text!r}")
     item: dict[str, Any] = {"type": parts[0].strip(),
-                            "count": positive(parts[1], loc, integer=True, le=MAX_COUNT)}
-    if len(parts) == 3:
-        item["price_per_hour"] = positive(parts[2], loc, le=MAX_PRICE)
+                            "count": positive(parts[1], Loc("--add COUNT"), integer=True,
+                                              le=MAX_COUNT)}
+    if len(parts) == 3:  # 0 $/h is a price an inventory may give too (GPUs one owns)
+        item["price_per_hour"] = positive(parts[2], Loc("--add PRICE"), zero=True,
+                                          le=MAX_PRICE)
     return item
 
 

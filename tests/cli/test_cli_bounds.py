@@ -15,17 +15,29 @@ def _one_line(err: str) -> str:
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (("--add", "B200:1e308:6"), "--add: must be <= 1e+06"),
-    (("--add", "B200:8:1e300"), "--add: must be <= 1e+06"),
+    (("--add", "B200:1e308:6"), "--add COUNT: must be <= 1e+06"),
+    (("--add", "B200:8:1e300"), "--add PRICE: must be <= 1e+06"),
     (("--budget-sweep", ",".join(str(100 + k) for k in range(1001))), "at most 1,000"),
     (("--budget-sweep", "100..500:-100"), "--budget-sweep: must be > 0, got -100"),
     (("--budget-sweep", "-100..500"), "--budget-sweep: must be > 0, got -100"),
+    (("--add", "B200:0:6"), "--add COUNT: must be > 0, got 0"),
+    (("--add", "B200:8:-1"), "--add PRICE: must be >= 0, got -1"),
+    (("--add", "B200:8:1e-9"), "must be 0 or at least 1e-06 $/GPU-hour"),
 ])
 def test_whatif_flags_are_bounded(run_cli, small_inventory, tmp_path, argv, needle):
     rc, _, err = run_cli("whatif", "--inventory", str(small_inventory), "--budget", "64",
                          *argv, "--out", str(tmp_path / "w"))
     line = _one_line(err)
     assert rc == 2 and needle in line and not (tmp_path / "w").exists()
+
+
+def test_whatif_adds_gpus_one_owns_at_no_price(run_cli, small_inventory, tmp_path):
+    """0 $/h is an inventory's price for GPUs one owns; --add refused it."""
+    rc, _, err = run_cli("whatif", "--inventory", str(small_inventory), "--budget", "64",
+                         "--ranges", "8", "--add", "L40S:2:0", "--closed-loop", "off",
+                         "--out", str(tmp_path / "w"), "-q")
+    assert rc == 0, err
+    assert (tmp_path / "w" / "whatif.json").is_file()
 
 
 def test_a_study_of_too_many_scenarios_is_refused(run_cli, small_inventory, tmp_path):
@@ -111,6 +123,15 @@ def test_simulate_flags_are_refused_by_name_before_the_run(run_cli, tmp_path, ru
     argv = [str(trace) if a == "TRACE" else a for a in argv]
     rc, _, err = run_cli("simulate", str(run_copy), "-n", "100", *argv)
     assert rc == 2 and _one_line(err) == f"error: {line}"
+    assert not (run_copy / "simulation").exists()
+
+
+def test_the_mixing_router_on_a_plan_with_decode_islands_is_refused(run_cli, run_copy):
+    """Seed 004's router places a prompt where its prefill mixes with decodes; on a
+    disaggregated plan it reached a decode hand-off it has no rule for and ended in a
+    NotImplementedError traceback."""
+    rc, _, err = run_cli("simulate", str(run_copy), "--router", "mixing", "-n", "100")
+    assert rc == 2 and "router 'mixing' routes colocated ('both') islands" in _one_line(err)
     assert not (run_copy / "simulation").exists()
 
 

@@ -158,3 +158,18 @@ def test_a_budget_below_one_colocated_island_names_what_costs_that(run_cli, tmp_
     assert ("one colocated island (1 x A100-80G) needs $3.50/h; one prefill island "
             "(1 x A100-80G, $3.50/h) and one decode island (1 x A100-80G, $3.50/h) need "
             "$7.00/h; raise the budget to at least $3.50/h") in err
+
+
+def test_a_plan_whose_slo_holds_at_no_rate_is_exit_1(run_cli, tmp_path):
+    """One H100 on the code workload: the search finds a layout, but its SLO holds at no
+    rate in simulation; the run printed a plan of 0 requests/s 'that holds the SLO' and
+    exited 0."""
+    inv = tmp_path / "one.yaml"
+    inv.write_text("gpus:\n  - {type: H100-SXM, count: 1, price_per_hour: 3.0}\n")
+    out = tmp_path / "r"
+    rc, _, err = run_cli("plan", "--inventory", str(inv), "--model", "llama-3.1-8b",
+                         "--workload", "azure-code-2023", "--ranges", "8", "-q",
+                         "--out", str(out))
+    assert rc == 1 and len(err.strip().splitlines()) == 1
+    assert "no plan holds the SLO in simulation: the SLO holds at no rate" in err
+    assert not out.exists()

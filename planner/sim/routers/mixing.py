@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.core.errors import PlannerError
 from planner.sim.protocol import HOLD, BaseRouter, ClusterView, SimRequest
 from planner.sim.rl.estimates import estimated_tokens
 
@@ -150,6 +151,12 @@ class MixingRouter(BaseRouter):
 
     def reset(self, view: ClusterView, rng: np.random.Generator) -> None:
         super().reset(view, rng)
+        if any(isl.role == "decode" for isl in view.islands):
+            # the mixing impact is that of a request's prefill on the decodes it shares
+            # a batch with: it has no rule for handing a request to a decode island
+            raise PlannerError("router 'mixing' routes colocated ('both') islands, where a "
+                               "prompt's prefill shares its batch with decodes; this plan "
+                               "has decode islands: use range, jsq or netkv")
         self.targets = prefill_islands(view)
         grads = np.array([island_gradients(view, int(i)) for i in self.targets])
         self.grad_1, self.grad_2 = grads[:, 0], grads[:, 1]
