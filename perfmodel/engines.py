@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from perfmodel.errors import InputError, check_number
+from perfmodel.hardware import GIB
 from perfmodel.registry import Registry
 
 #: How an engine sizes its KV pool from its memory fraction (perfmodel.memory):
@@ -58,7 +59,6 @@ MEMORY_RULES = ("total", "static", "free", "thesis")
 #: eager vs 7.06 ms with graphs over 32 layers (sgl-project/sglang PR 1401: 290 us per
 #: layer launch-bound); Llama-2-7B on vLLM 12 ms vs 10.5 ms (vllm PR 1440: 375 us).
 EAGER_LAYER_S = 0.29e-3
-_GIB = float(1 << 30)
 _MIB = float(1 << 20)
 
 
@@ -113,7 +113,7 @@ class EngineProfile:
     def max_running_on(self, gpu) -> int:
         """Requests one scheduler runs at once on ``gpu`` by default (vLLM 0.11-0.33
         ``_set_default_args``: 1024 on >= 70 GiB GPUs other than A100, else 256)."""
-        small = gpu.visible_bytes < 70 * _GIB or "A100" in gpu.name.upper()
+        small = gpu.visible_bytes < 70 * GIB or "A100" in gpu.name.upper()
         return self.max_running_small if (small and self.max_running_small) else self.max_running
 
     def graph_max_on(self, gpu, tp):
@@ -121,7 +121,7 @@ class EngineProfile:
         number or an array)."""
         if not self.graph_tiers:
             return np.inf + 0.0 * np.asarray(tp, float)
-        gib = gpu.visible_bytes / _GIB
+        gib = gpu.visible_bytes / GIB
         small, large = next(((s, b) for below, s, b in self.graph_tiers if gib < below),
                             self.graph_tiers[-1][1:])
         return np.where(np.asarray(tp, float) < 4, float(small), float(large))

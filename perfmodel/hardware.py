@@ -55,6 +55,9 @@ ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell", "blackwell-ultra",
                  "blackwell-workstation", "rubin", "cdna3", "cdna4", "xe2")
 
 
+#: A binary gigabyte: the catalog's memory sizes are in it (:attr:`GPU.visible_bytes`).
+GIB = float(1 << 30)
+
 @dataclass(frozen=True)
 class GPU:
     """One GPU type.  ``gpus_per_domain`` is the scale-up (NVLink-class) domain size."""
@@ -87,7 +90,7 @@ class GPU:
         "180 GB" B200, 196,592 MiB on a "192 GB" MI300X, and torch reports 79.22 GiB on
         the H100 (vllm PR 10511) -- so ``hbm_gb`` GiB x 0.99.  GDDR parts with ECC on
         (Ada: L40S, L4) lose a sixteenth: 46,068 MiB of the L40S's 48 GiB (x 0.937)."""
-        return self.hbm_gb * float(1 << 30) * (0.937 if self.arch == "ada" else 0.99)
+        return self.hbm_gb * GIB * (0.937 if self.arch == "ada" else 0.99)
 
     def tflops(self, precision: str) -> float:
         """Dense peak for a compute precision; falls back to the widest supported one.

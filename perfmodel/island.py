@@ -28,7 +28,7 @@ import numpy as np
 
 from perfmodel.calibration import DEFAULT_CALIBRATION, Calibration
 from perfmodel.decode import StepModel, step_model
-from perfmodel.hardware import GPU
+from perfmodel.hardware import GIB, GPU
 from perfmodel.launch import vendor_violation
 from perfmodel.memory import (
     engine_batch_cap,
@@ -190,11 +190,6 @@ def _choose(rps_all: np.ndarray, pmf: np.ndarray, cover: bool = False
     return int(np.argmin(weighted)), weighted
 
 
-#: The catalog's memory sizes are binary (:attr:`perfmodel.hardware.GPU.visible_bytes`), so
-#: a fit message counts in GiB: "143.7 GB usable of 141 GB" mixed the two.
-GIB = float(1 << 30)
-
-
 def _fit_reason(gpu: GPU, size: int, model: ModelSpec, grid: ConfigGrid, calib: Calibration,
                 phase: str) -> str:
     need = float(np.min(weight_bytes_per_gpu(model, grid.tp, grid.dp, grid.ep)))
@@ -202,7 +197,7 @@ def _fit_reason(gpu: GPU, size: int, model: ModelSpec, grid: ConfigGrid, calib: 
     if need > have:
         return (f"{model.name} does not fit on {size}x{gpu.name} for {phase}: it needs at least "
                 f"{need / GIB:.1f} GiB of weights per GPU, {have / GIB:.1f} GiB usable of "
-                f"{gpu.hbm_gb:g} GiB")  # the catalog's GiB (GPU.visible_bytes)
+                f"{gpu.hbm_gb:g} GiB")  # the catalog's unit (hardware.GIB)
     return (f"{model.name} on {size}x{gpu.name}: weights fit but no {phase} configuration "
             "leaves room for the KV cache (or meets the SLO) at any input length")
 

@@ -22,6 +22,7 @@ Every mistake is reported as one line naming the file and the field.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,21 @@ MAX_BUDGET = MAX_COUNT * MAX_PRICE
 MAX_TYPES = 64
 
 
+def check_price(price: float, fail: Callable[[str], Exception]) -> float:
+    """``price`` ($/GPU-hour, already a number >= 0) if it is 0 -- GPUs one owns -- or
+    at least :data:`MIN_PRICE`; a positive price below it is a slip (it would make the
+    GPU all but free), refused through ``fail(message)``."""
+    if 0 < price < MIN_PRICE:
+        raise fail(f"must be 0 or at least {MIN_PRICE:g} $/GPU-hour, got {price:g}")
+    return price
+
+
+def _price(value: Any, where: str) -> float:
+    """A price field: a number from 0 to :data:`MAX_PRICE`, 0 or at least
+    :data:`MIN_PRICE` (:func:`check_price`)."""
+    return check_price(_number(value, where, le=MAX_PRICE), at(where))
+
+
 def _number(value: Any, where: str, *, integer: bool = False, positive: bool = False,
             le: float | None = None) -> float:
     """A finite number ``>= 0`` (``> 0`` when ``positive``; whole when ``integer``; at
@@ -246,10 +262,7 @@ def inventory_from_dict(data: Any, where: str) -> Inventory:
         price = item.get("price_per_hour", gpu.price_per_hour or None)
         if price is None:
             raise PlannerError(f"{at}: field 'price_per_hour' is missing (no catalog price)")
-        price = _number(price, f"{at}: field 'price_per_hour'", le=MAX_PRICE)
-        if 0 < price < MIN_PRICE:
-            raise PlannerError(f"{at}: field 'price_per_hour' must be 0 or at least "
-                               f"{MIN_PRICE:g} $/GPU-hour, got {price:g}")
+        price = _price(price, f"{at}: field 'price_per_hour'")
         min_island = int(_number(item.get("min_island", default_min),
                                  f"{at}: field 'min_island'", integer=True, positive=True,
                                  le=MAX_COUNT))

@@ -80,10 +80,12 @@ def schedule_export_files(run_dir: Path | str, fmt: str = "shell") -> dict[str, 
     run_dir = Path(run_dir)
     run = load_schedule_run(run_dir)
     out: dict[str, bytes] = {}
+    # a stream with no load in the busiest slot has no plan; the others' islands share
+    # the servers the schedule buys
     plans = {stream: load_plan(run_dir / STREAMS / stream / "plan.json")
-             for stream in run["streams"]  # a stream with no load in the busiest slot
-             if (run_dir / STREAMS / stream / "plan.json").is_file()}  # has no plan
-    placements = fleet_placement(plans)  # the streams' islands share the servers
+             for stream in run["streams"]
+             if (run_dir / STREAMS / stream / "plan.json").is_file()}
+    placements = fleet_placement(plans)
     pools = {}
     for stream, plan in plans.items():
         folder = run_dir / STREAMS / stream

@@ -24,8 +24,8 @@ from planner.fleet.inventory import (
     MAX_BUDGET,
     MAX_COUNT,
     MAX_PRICE,
-    MIN_PRICE,
     InventoryEntry,
+    check_price,
 )
 from planner.outer.exact import ExactSearch
 from planner.workload.fields import Loc
@@ -262,10 +262,8 @@ def add_entry(item: Any, loc: Loc, default_min: int, unlimited: bool) -> Invento
     price = item.get("price_per_hour", gpu.price_per_hour or None)
     if price is None:
         raise loc.child("price_per_hour").error("is required (no catalog price)")
-    price = positive(price, loc.child("price_per_hour"), zero=True, le=MAX_PRICE)
-    if 0 < price < MIN_PRICE:  # as in an inventory: 0 (GPUs one owns) or a real price
-        raise loc.child("price_per_hour").error(f"must be 0 or at least {MIN_PRICE:g} "
-                                                f"$/GPU-hour, got {price:g}")
+    price = check_price(positive(price, loc.child("price_per_hour"), zero=True,
+                                 le=MAX_PRICE), loc.child("price_per_hour").error)
     min_island = int(positive(item.get("min_island", default_min), loc.child("min_island"),
                                integer=True, le=MAX_COUNT))
     return InventoryEntry(replace(gpu, price_per_hour=price), count, price, min_island)
